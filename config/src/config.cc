@@ -1,0 +1,510 @@
+#include "hostperf/config/config.h"
+
+#include <fcntl.h>
+#include <toml++/toml.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace hostperf::config {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Small formatting helpers.
+
+std::string TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+std::string FormatNumber(double value) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) return "?";
+  return std::string(buffer, end);
+}
+
+// Dotted key path as an operator would type it; keys that are not bare TOML
+// keys (e.g. "a b") are quoted so the path stays unambiguous.
+std::string JoinPath(std::string_view parent, std::string_view key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  std::string rendered = bare ? std::string(key) : "'" + std::string(key) + "'";
+  if (parent.empty()) return rendered;
+  return std::string(parent) + "." + rendered;
+}
+
+std::string Indexed(std::string_view path, std::size_t index) {
+  return std::string(path) + "[" + std::to_string(index) + "]";
+}
+
+// ---------------------------------------------------------------------------
+// Schema-driven reader. Every table is described by a list of Fields; a
+// table's keys not in its list are "unknown key" errors. Errors are
+// collected with their positions and the earliest one in the document wins,
+// because toml++ tables iterate in key order, not document order.
+
+struct Issue {
+  toml::source_index line;
+  toml::source_index column;
+  std::string message;
+};
+
+struct Field {
+  std::string_view name;
+  std::function<void(const toml::node& node, const std::string& path)> read;
+};
+using Fields = std::vector<Field>;
+
+// Lower bound on a duration or size; `inclusive` false means "greater than".
+struct LowerBound {
+  std::uint64_t value;
+  bool inclusive;
+};
+
+struct NumberRange {
+  double low;
+  double high;
+  bool low_inclusive;
+  std::string_view text;  // as shown in messages, e.g. "[0, 0.5]"
+};
+
+// Remembers whether a key was present and valid, for cross-field checks.
+struct Seen {
+  const toml::node* node = nullptr;
+  bool valid = false;
+};
+
+constexpr LowerBound kAnyDuration{0, true};
+constexpr LowerBound kPositive{0, false};
+constexpr LowerBound kAtLeastOneSecond{std::chrono::nanoseconds(1s).count(), true};
+constexpr LowerBound kAtLeastOneByte{1, true};
+
+class Loader {
+ public:
+  explicit Loader(std::string_view source) : source_(source) {}
+
+  void ReadRoot(const toml::table& root, Config* c) {
+    const Fields fields = {
+        String("state_directory", &c->state_directory),
+        Section("api", {String("token_file", &c->api.token_file)}),
+        Section("budget",
+                {
+                    Number("cpu_seconds_per_hour", &c->budget.cpu_seconds_per_hour,
+                           {0, std::numeric_limits<double>::max(), false, "(must be a finite number greater than 0)"}),
+                    Size("disk_bytes_per_hour", &c->budget.disk_bytes_per_hour),
+                    Size("net_bytes_per_hour", &c->budget.net_bytes_per_hour),
+                }),
+        Section("scheduler",
+                {
+                    DurationField("first_run_splay", &c->scheduler.first_run_splay, kAnyDuration),
+                    Number("jitter", &c->scheduler.jitter, {0, 0.5, true, "[0, 0.5]"}),
+                }),
+        Section(
+            "probes",
+            {
+                Probe("cpu", &c->probes.cpu.schedule, CpuFields(&c->probes.cpu)),
+                Probe("memory", &c->probes.memory.schedule, {Size("memory_budget", &c->probes.memory.memory_budget)}),
+                Probe("disk", &c->probes.disk.schedule,
+                      {
+                          StringList("directories", &c->probes.disk.directories),
+                          Size("bytes_per_run", &c->probes.disk.bytes_per_run),
+                      }),
+                Probe("net", &c->probes.net.schedule, NetFields(&c->probes.net)),
+            }),
+    };
+    ReadTable(root, "", fields);
+  }
+
+  // The earliest error in document order, formatted "source:line:column: ...".
+  std::optional<std::string> FirstError() const {
+    const auto first = std::min_element(issues_.begin(), issues_.end(), [](const Issue& a, const Issue& b) {
+      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    });
+    if (first == issues_.end()) return std::nullopt;
+    return source_ + ":" + std::to_string(first->line) + ":" + std::to_string(first->column) + ": " + first->message;
+  }
+
+ private:
+  Fields CpuFields(CpuProbeConfig* cpu) {
+    return {
+        Uint("calibration_runs", &cpu->calibration_runs, 1, 100),
+        Uint("throttle_samples", &cpu->throttle_samples, 1, 100000),
+        DurationField("low_load_gap", &cpu->low_load_gap, kAnyDuration),
+        DurationField("high_load_spin", &cpu->high_load_spin, kAnyDuration),
+        Baselines("baselines", &cpu->baselines),
+    };
+  }
+
+  Fields NetFields(NetProbeConfig* net) {
+    // One field per line reads as a schema.
+    // clang-format off
+    return {
+        String("bind_address", &net->bind_address),
+        Ports("ports", &net->ports),
+        String("secret_file", &net->secret_file),
+        StringList("peers", &net->peers),
+        String("peers_file", &net->peers_file),
+        Uint("max_peers_per_cycle", &net->max_peers_per_cycle, 1, 10000),
+    };
+    // clang-format on
+  }
+
+  void Fail(const toml::source_region& where, std::string message) {
+    issues_.push_back({where.begin.line, where.begin.column, std::move(message)});
+  }
+  void Invalid(const toml::node& node, const std::string& path, const std::string& what) {
+    Fail(node.source(), path + ": " + what);
+  }
+  void WrongType(const toml::node& node, const std::string& path, std::string_view expected) {
+    Invalid(node, path, "expected " + std::string(expected) + ", got " + TypeName(node));
+  }
+
+  void ReadTable(const toml::table& table, const std::string& path, const Fields& fields) {
+    for (auto&& [key, node] : table) {
+      const std::string_view name = key.str();
+      const std::string child = JoinPath(path, name);
+      const auto field = std::find_if(fields.begin(), fields.end(), [name](const Field& f) { return f.name == name; });
+      if (field == fields.end()) {
+        Fail(key.source(), "unknown key \"" + child + "\"");
+      } else {
+        field->read(node, child);
+      }
+    }
+  }
+
+  Field Section(std::string_view name, Fields fields) {
+    return {name, [this, fields = std::move(fields)](const toml::node& node, const std::string& path) {
+              if (const toml::table* table = node.as_table()) {
+                ReadTable(*table, path, fields);
+              } else {
+                WrongType(node, path, "a table");
+              }
+            }};
+  }
+
+  // The schedule keys every probe shares, plus the probe's own fields.
+  Field Probe(std::string_view name, ProbeSchedule* schedule, Fields own) {
+    return {name, [this, schedule, own = std::move(own)](const toml::node& node, const std::string& path) {
+              const toml::table* table = node.as_table();
+              if (table == nullptr) return WrongType(node, path, "a table");
+              Seen interval;
+              Seen timeout;
+              Fields fields = {
+                  Bool("enabled", &schedule->enabled),
+                  DurationField("interval", &schedule->interval, kAtLeastOneSecond, &interval),
+                  DurationField("timeout", &schedule->timeout, kPositive, &timeout),
+              };
+              fields.insert(fields.end(), own.begin(), own.end());
+              ReadTable(*table, path, fields);
+
+              if (timeout.node == nullptr) {
+                // An operator who shortens only the interval should not have
+                // to restate the timeout: the default is capped at it.
+                if (interval.valid) schedule->timeout = std::min(schedule->timeout, schedule->interval);
+              } else if (timeout.valid && (interval.valid || interval.node == nullptr) &&
+                         schedule->timeout > schedule->interval) {
+                Invalid(*timeout.node, JoinPath(path, "timeout"),
+                        FormatDuration(schedule->timeout) + " is longer than the interval (" +
+                            FormatDuration(schedule->interval) + ")");
+              }
+            }};
+  }
+
+  Field String(std::string_view name, std::string* out) {
+    return {name, [this, out](const toml::node& node, const std::string& path) {
+              if (const auto* value = node.as_string()) {
+                *out = value->get();
+              } else {
+                WrongType(node, path, "a string");
+              }
+            }};
+  }
+
+  Field Bool(std::string_view name, bool* out) {
+    return {name, [this, out](const toml::node& node, const std::string& path) {
+              if (const auto* value = node.as_boolean()) {
+                *out = value->get();
+              } else {
+                WrongType(node, path, "a boolean (true or false)");
+              }
+            }};
+  }
+
+  Field Uint(std::string_view name, std::uint32_t* out, std::uint32_t low, std::uint32_t high) {
+    return {name, [this, out, low, high](const toml::node& node, const std::string& path) {
+              const auto* value = node.as_integer();
+              if (value == nullptr) return WrongType(node, path, "an integer");
+              const std::int64_t v = value->get();
+              if (v < low || v > high) {
+                return Invalid(
+                    node, path,
+                    std::to_string(v) + " is out of range [" + std::to_string(low) + ", " + std::to_string(high) + "]");
+              }
+              *out = static_cast<std::uint32_t>(v);
+            }};
+  }
+
+  Field Number(std::string_view name, double* out, NumberRange range) {
+    return {name, [this, out, range](const toml::node& node, const std::string& path) {
+              double v = 0;
+              if (const auto* f = node.as_floating_point()) {
+                v = f->get();
+              } else if (const auto* i = node.as_integer()) {
+                v = static_cast<double>(i->get());
+              } else {
+                return WrongType(node, path, "a number");
+              }
+              // Written so that NaN fails too.
+              const bool above_low = range.low_inclusive ? v >= range.low : v > range.low;
+              if (!(above_low && v <= range.high)) {
+                return Invalid(node, path, FormatNumber(v) + " is out of range " + std::string(range.text));
+              }
+              *out = v;
+            }};
+  }
+
+  // Reads a string in the unit grammar, or an integer meaning the bare unit
+  // (seconds, bytes), through the same parser so errors read alike.
+  template <typename Parse>
+  std::optional<std::uint64_t> ReadQuantity(const toml::node& node, const std::string& path, std::string_view expected,
+                                            Parse parse) {
+    std::string text;
+    if (const auto* s = node.as_string()) {
+      text = s->get();
+    } else if (const auto* i = node.as_integer()) {
+      text = std::to_string(i->get());
+    } else {
+      WrongType(node, path, expected);
+      return std::nullopt;
+    }
+    auto parsed = parse(text);
+    if (!parsed) {
+      Invalid(node, path, parsed.error());
+      return std::nullopt;
+    }
+    return *parsed;
+  }
+
+  bool CheckLowerBound(const toml::node& node, const std::string& path, std::uint64_t value, LowerBound bound,
+                       const std::function<std::string(std::uint64_t)>& format) {
+    if (bound.inclusive ? value >= bound.value : value > bound.value) return true;
+    Invalid(node, path,
+            format(value) + " is out of range (must be " + (bound.inclusive ? "at least " : "greater than ") +
+                format(bound.value) + ")");
+    return false;
+  }
+
+  std::optional<Duration> ReadDuration(const toml::node& node, const std::string& path, LowerBound bound) {
+    const auto ns = ReadQuantity(node, path, "a duration string like \"5min\"", [](std::string_view text) {
+      auto d = ParseDuration(text);
+      return d ? Result<std::uint64_t>(static_cast<std::uint64_t>(d->count()))
+               : Result<std::uint64_t>::Error(d.error());
+    });
+    const auto format = [](std::uint64_t v) { return FormatDuration(Duration(static_cast<Duration::rep>(v))); };
+    if (!ns || !CheckLowerBound(node, path, *ns, bound, format)) return std::nullopt;
+    return Duration(static_cast<Duration::rep>(*ns));
+  }
+
+  Field DurationField(std::string_view name, Duration* out, LowerBound bound, Seen* seen = nullptr) {
+    return {name, [this, out, bound, seen](const toml::node& node, const std::string& path) {
+              const auto d = ReadDuration(node, path, bound);
+              if (d) *out = *d;
+              if (seen != nullptr) *seen = {&node, d.has_value()};
+            }};
+  }
+
+  Field Size(std::string_view name, std::uint64_t* out) {
+    return {name, [this, out](const toml::node& node, const std::string& path) {
+              const auto bytes = ReadQuantity(node, path, "a size string like \"64mb\"", ParseSize);
+              if (bytes && CheckLowerBound(node, path, *bytes, kAtLeastOneByte, FormatSize)) *out = *bytes;
+            }};
+  }
+
+  Field StringList(std::string_view name, std::vector<std::string>* out) {
+    return {name, [this, out](const toml::node& node, const std::string& path) {
+              const toml::array* array = node.as_array();
+              if (array == nullptr) return WrongType(node, path, "an array of strings");
+              std::vector<std::string> values;
+              for (std::size_t i = 0; i < array->size(); ++i) {
+                const toml::node& element = *array->get(i);
+                const auto* value = element.as_string();
+                if (value == nullptr) return WrongType(element, Indexed(path, i), "a string");
+                if (value->get().empty()) return Invalid(element, Indexed(path, i), "must not be empty");
+                values.push_back(value->get());
+              }
+              *out = std::move(values);
+            }};
+  }
+
+  Field Ports(std::string_view name, std::vector<std::uint16_t>* out) {
+    return {name, [this, out](const toml::node& node, const std::string& path) {
+              const toml::array* array = node.as_array();
+              if (array == nullptr) return WrongType(node, path, "an array of port numbers");
+              if (array->empty()) return Invalid(node, path, "must list at least one port");
+              std::vector<std::uint16_t> ports;
+              for (std::size_t i = 0; i < array->size(); ++i) {
+                const toml::node& element = *array->get(i);
+                const auto* value = element.as_integer();
+                if (value == nullptr) return WrongType(element, Indexed(path, i), "an integer");
+                const std::int64_t port = value->get();
+                if (port < 1 || port > 65535) {
+                  return Invalid(element, Indexed(path, i), std::to_string(port) + " is out of range [1, 65535]");
+                }
+                if (std::find(ports.begin(), ports.end(), port) != ports.end()) {
+                  return Invalid(element, Indexed(path, i), "duplicate port " + std::to_string(port));
+                }
+                ports.push_back(static_cast<std::uint16_t>(port));
+              }
+              *out = std::move(ports);
+            }};
+  }
+
+  Field Baselines(std::string_view name, std::map<std::string, Duration>* out) {
+    return {name, [this, out](const toml::node& node, const std::string& path) {
+              const toml::table* table = node.as_table();
+              if (table == nullptr) {
+                return WrongType(node, path, "a table like { \"0123abcd0123abcd\" = \"48ms\" }");
+              }
+              // Keeps going after a bad entry: tables iterate in key order, and
+              // the earliest one in the document should be the one reported.
+              std::map<std::string, Duration> baselines;
+              bool valid = true;
+              for (auto&& [key, value] : *table) {
+                if (key.str().empty()) {
+                  Fail(key.source(), path + ": empty fingerprint");
+                  valid = false;
+                } else if (const auto d = ReadDuration(value, JoinPath(path, key.str()), kPositive)) {
+                  baselines.emplace(key.str(), *d);
+                } else {
+                  valid = false;
+                }
+              }
+              if (valid) *out = std::move(baselines);
+            }};
+  }
+
+  std::string source_;
+  std::vector<Issue> issues_;
+};
+
+// Reads a whole file; on failure returns the errno value.
+int ReadWholeFile(const std::filesystem::path& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  char buffer[16384];
+  int error = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      out->append(buffer, static_cast<std::size_t>(n));
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      error = errno;
+      break;
+    }
+  }
+  ::close(fd);
+  return error;
+}
+
+std::optional<std::string> SystemGetenv(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+bool WritableOrCreatable(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return false;
+  return ::access(dir.c_str(), W_OK) == 0;
+}
+
+}  // namespace
+
+Config Defaults() { return Config{}; }
+
+Result<Config> LoadString(std::string_view text, std::string_view source) {
+  try {
+    const toml::table root = toml::parse(text, std::string_view(source));
+    Config config = Defaults();
+    config.source = std::string(source);
+    Loader loader(source);
+    loader.ReadRoot(root, &config);
+    if (auto error = loader.FirstError()) return Result<Config>::Error(std::move(*error));
+    return config;
+  } catch (const toml::parse_error& e) {
+    const toml::source_position where = e.source().begin;
+    return Result<Config>::Error(std::string(source) + ":" + std::to_string(where.line) + ":" +
+                                 std::to_string(where.column) + ": " + std::string(e.description()));
+  } catch (const std::exception& e) {
+    // Only resource exhaustion is expected here; never let it cross the boundary.
+    return Result<Config>::Error(std::string(source) + ": " + e.what());
+  }
+}
+
+Result<Config> LoadFile(const std::filesystem::path& path) {
+  std::string text;
+  if (const int error = ReadWholeFile(path, &text); error != 0) {
+    return Result<Config>::Error(path.string() + ": cannot read: " + std::generic_category().message(error));
+  }
+  return LoadString(text, path.string());
+}
+
+std::filesystem::path ResolveStateDirectory(const Config& config,
+                                            const std::function<std::optional<std::string>(const char*)>& getenv,
+                                            const std::function<bool(const std::filesystem::path&)>& writable) {
+  if (!config.state_directory.empty()) return config.state_directory;
+
+  // systemd passes one path per StateDirectory= entry, colon-separated.
+  const std::optional<std::string> env = getenv ? getenv("STATE_DIRECTORY") : SystemGetenv("STATE_DIRECTORY");
+  if (env) {
+    const std::string first = env->substr(0, env->find(':'));
+    if (!first.empty()) return first;
+  }
+
+  const std::filesystem::path system_dir = "/var/lib/hostperf";
+  if (writable ? writable(system_dir) : WritableOrCreatable(system_dir)) return system_dir;
+
+  std::error_code ec;
+  std::filesystem::path local = std::filesystem::absolute("hostperf-state", ec);
+  return ec ? std::filesystem::path("hostperf-state") : local;
+}
+
+}  // namespace hostperf::config

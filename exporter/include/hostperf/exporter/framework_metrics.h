@@ -1,0 +1,40 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::exporter {
+
+// hostperf_probe_* families (DESIGN.md §6). The framework, not the probe,
+// times runs and records success, failures and skips.
+class FrameworkMetrics {
+ public:
+  explicit FrameworkMetrics(prometheus::Registry& registry);
+
+  // Makes the probe's series exist from start-up (success 0, runs 0) so that
+  // absent() and staleness rules see it before the first run.
+  void Declare(std::string_view probe, std::chrono::nanoseconds interval);
+  void RecordRun(std::string_view probe, const probes::ProbeOutcome& outcome, std::chrono::nanoseconds duration,
+                 double finished_unix_seconds);
+  void RecordSkip(std::string_view probe, std::string_view reason);
+
+ private:
+  prometheus::Family<prometheus::Gauge>& success_;
+  prometheus::Family<prometheus::Gauge>& duration_;
+  prometheus::Family<prometheus::Gauge>& last_run_;
+  prometheus::Family<prometheus::Gauge>& last_success_;
+  prometheus::Family<prometheus::Gauge>& interval_;
+  prometheus::Family<prometheus::Counter>& runs_;
+  prometheus::Family<prometheus::Counter>& failures_;
+  prometheus::Family<prometheus::Counter>& skipped_;
+};
+
+}  // namespace hostperf::exporter

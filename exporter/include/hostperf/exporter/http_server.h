@@ -1,0 +1,78 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hostperf/config/result.h"
+
+struct mg_context;
+struct mg_connection;
+
+namespace hostperf::exporter {
+
+struct HttpRequest {
+  std::string method;
+  std::string path;
+  std::string query;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string remote_address;
+
+  std::string Header(const std::string& lower_name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+
+  static HttpResponse Text(int status, std::string body);
+};
+
+// Routes are matched on exact path; the handler sees every method and
+// answers 405 itself where needed.
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  // Prometheus style: ":9580" (all addresses), "127.0.0.1:9580",
+  // "[::1]:9580". Port 0 picks a free port (see Ports()).
+  std::string listen_address = ":9580";
+  int worker_threads = 16;
+  // A request must arrive in full within this time: slow or idle clients
+  // give their worker back instead of holding it.
+  std::chrono::milliseconds request_timeout{10000};
+  std::size_t max_body_bytes = 64 * 1024;
+};
+
+// Our own CivetWeb server: prometheus-cpp's Exposer cannot host more than
+// metrics endpoints.
+class HttpServer {
+ public:
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   std::map<std::string, HttpHandler> routes);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Ports actually bound (resolves port 0).
+  std::vector<int> Ports() const;
+
+ private:
+  HttpServer(HttpServerOptions options, std::map<std::string, HttpHandler> routes);
+  static int HandleRequest(mg_connection* connection, void* self);
+  int Dispatch(mg_connection* connection);
+
+  HttpServerOptions options_;
+  std::map<std::string, HttpHandler> routes_;
+  mg_context* context_ = nullptr;
+};
+
+// Translates Prometheus' listen-address syntax to CivetWeb's listening_ports.
+Result<std::string> ToCivetwebPorts(const std::string& listen_address);
+
+}  // namespace hostperf::exporter

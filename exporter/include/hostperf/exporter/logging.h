@@ -1,0 +1,17 @@
+#pragma once
+
+#include <string_view>
+
+#include "hostperf/config/result.h"
+
+namespace hostperf::exporter {
+
+enum class LogFormat { kLogfmt, kJson };
+
+Result<LogFormat> ParseLogFormat(std::string_view text);
+
+// Installs the default spdlog logger writing to stderr as logfmt or JSON
+// lines. `level` is one of debug, info, warn, error; anything else is an error.
+Result<bool> SetUpLogging(std::string_view level, LogFormat format);
+
+}  // namespace hostperf::exporter

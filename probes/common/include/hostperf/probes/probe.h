@@ -1,0 +1,91 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "hostperf/config/config.h"
+#include "hostperf/probes/system_roots.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace hostperf::probes {
+
+enum class RunMode { kScheduled, kFull };
+std::string_view ToString(RunMode mode);
+
+// What a full run reports while it goes (vioperf's current test, elapsed and
+// remaining time). Scheduled runs may ignore it.
+struct Progress {
+  std::string current_test;
+  std::chrono::nanoseconds elapsed{0};
+  std::chrono::nanoseconds remaining{0};
+};
+
+// Everything a probe may use during one run. Probes measure; they do not
+// sleep on the scheduler's behalf, and they return soon after ShouldStop().
+struct RunContext {
+  RunMode mode = RunMode::kScheduled;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  const std::atomic<bool>* cancel = nullptr;
+  std::shared_ptr<const config::Config> config;
+  // Probe-specific full-run options (API body / CLI flags), already validated
+  // by the probe's own parser. Null for scheduled runs.
+  nlohmann::json options;
+  std::function<void(const Progress&)> on_progress;
+
+  bool Cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
+  bool ShouldStop() const { return Cancelled() || std::chrono::steady_clock::now() >= deadline; }
+};
+
+// A run's outcome. Runtime failures are data: status plus a short snake_case
+// reason for hostperf_probe_failures_total / hostperf_probe_skipped_total.
+struct ProbeOutcome {
+  enum class Status { kSuccess, kFailure, kSkipped };
+  Status status = Status::kSuccess;
+  std::string reason;   // "" on success; e.g. "checksum_mismatch", "no_space"
+  std::string message;  // human-readable detail for the log
+  nlohmann::json result = nlohmann::json::object();  // same fields as the CLI's JSON
+
+  static ProbeOutcome Success(nlohmann::json result);
+  static ProbeOutcome Failure(std::string reason, std::string message, nlohmann::json result = nlohmann::json::object());
+  static ProbeOutcome Skipped(std::string reason, std::string message);
+};
+
+// Seams and shared services a probe is built with.
+struct ProbeDeps {
+  prometheus::Registry* registry = nullptr;  // where the probe registers its own families
+  SystemRoots roots;
+  std::filesystem::path state_directory;
+};
+
+class Probe {
+ public:
+  virtual ~Probe() = default;
+  virtual std::string_view Name() const = 0;
+  // This probe's schedule within a config (enabled, interval, timeout).
+  virtual config::ProbeSchedule Schedule(const config::Config& config) const = 0;
+  // Measures once. Must not throw; updates the probe's own metrics.
+  virtual ProbeOutcome Run(const RunContext& context) = 0;
+};
+
+using ProbeFactory = std::unique_ptr<Probe> (*)(const ProbeDeps& deps);
+
+struct ProbeRegistration {
+  std::string_view name;
+  ProbeFactory factory;
+};
+
+// Every probe, one line each in probes/registry.cc.
+std::span<const ProbeRegistration> AllProbes();
+
+}  // namespace hostperf::probes

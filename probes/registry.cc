@@ -1,0 +1,15 @@
+#include "hostperf/probes/cpu/cpu_probe.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::probes {
+
+namespace {
+// Adding a probe: a folder under probes/ and one line here.
+constexpr ProbeRegistration kProbes[] = {
+    {"cpu", &cpu::CreateCpuProbe},
+};
+}  // namespace
+
+std::span<const ProbeRegistration> AllProbes() { return kProbes; }
+
+}  // namespace hostperf::probes

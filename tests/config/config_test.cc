@@ -1,0 +1,516 @@
+#include "hostperf/config/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hostperf::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kExampleConfig = fs::path(HOSTPERF_SOURCE_DIR) / "config" / "hostperf.toml";
+
+void ExpectSameSchedule(const ProbeSchedule& a, const ProbeSchedule& b, const std::string& probe) {
+  SCOPED_TRACE("probes." + probe);
+  EXPECT_EQ(a.enabled, b.enabled);
+  EXPECT_EQ(a.interval, b.interval);
+  EXPECT_EQ(a.timeout, b.timeout);
+}
+
+// Field by field (not via a hand-written operator==) so a failure names the
+// field that drifted.
+void ExpectSameConfig(const Config& a, const Config& b) {
+  EXPECT_EQ(a.state_directory, b.state_directory);
+  EXPECT_EQ(a.api.token_file, b.api.token_file);
+  EXPECT_EQ(a.budget.cpu_seconds_per_hour, b.budget.cpu_seconds_per_hour);
+  EXPECT_EQ(a.budget.disk_bytes_per_hour, b.budget.disk_bytes_per_hour);
+  EXPECT_EQ(a.budget.net_bytes_per_hour, b.budget.net_bytes_per_hour);
+  EXPECT_EQ(a.scheduler.first_run_splay, b.scheduler.first_run_splay);
+  EXPECT_EQ(a.scheduler.jitter, b.scheduler.jitter);
+
+  ExpectSameSchedule(a.probes.cpu.schedule, b.probes.cpu.schedule, "cpu");
+  EXPECT_EQ(a.probes.cpu.calibration_runs, b.probes.cpu.calibration_runs);
+  EXPECT_EQ(a.probes.cpu.throttle_samples, b.probes.cpu.throttle_samples);
+  EXPECT_EQ(a.probes.cpu.low_load_gap, b.probes.cpu.low_load_gap);
+  EXPECT_EQ(a.probes.cpu.high_load_spin, b.probes.cpu.high_load_spin);
+  EXPECT_EQ(a.probes.cpu.baselines, b.probes.cpu.baselines);
+
+  ExpectSameSchedule(a.probes.memory.schedule, b.probes.memory.schedule, "memory");
+  EXPECT_EQ(a.probes.memory.memory_budget, b.probes.memory.memory_budget);
+
+  ExpectSameSchedule(a.probes.disk.schedule, b.probes.disk.schedule, "disk");
+  EXPECT_EQ(a.probes.disk.directories, b.probes.disk.directories);
+  EXPECT_EQ(a.probes.disk.bytes_per_run, b.probes.disk.bytes_per_run);
+
+  ExpectSameSchedule(a.probes.net.schedule, b.probes.net.schedule, "net");
+  EXPECT_EQ(a.probes.net.bind_address, b.probes.net.bind_address);
+  EXPECT_EQ(a.probes.net.ports, b.probes.net.ports);
+  EXPECT_EQ(a.probes.net.secret_file, b.probes.net.secret_file);
+  EXPECT_EQ(a.probes.net.peers, b.probes.net.peers);
+  EXPECT_EQ(a.probes.net.peers_file, b.probes.net.peers_file);
+  EXPECT_EQ(a.probes.net.max_peers_per_cycle, b.probes.net.max_peers_per_cycle);
+}
+
+// Writes a file that is removed when the object goes away.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& contents) {
+    std::string pattern = (fs::temp_directory_path() / "hostperf_config_test_XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    EXPECT_GE(fd, 0);
+    ::close(fd);
+    path_ = pattern;
+    std::ofstream(path_) << contents;
+  }
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+TEST(DefaultsTest, MatchDesignDocument) {
+  const Config c = Defaults();
+  EXPECT_EQ(c.source, "<embedded defaults>");
+  EXPECT_EQ(c.state_directory, "");
+  EXPECT_EQ(c.api.token_file, "");
+  EXPECT_EQ(c.budget.cpu_seconds_per_hour, 36);
+  EXPECT_EQ(c.budget.disk_bytes_per_hour, 2 * kGiB);
+  EXPECT_EQ(c.budget.net_bytes_per_hour, 2 * kGiB);
+  EXPECT_EQ(c.probes.cpu.schedule.interval, 5min);
+  EXPECT_EQ(c.probes.cpu.schedule.timeout, 1min);
+  EXPECT_EQ(c.probes.memory.schedule.interval, 15min);
+  EXPECT_EQ(c.probes.disk.schedule.interval, 15min);
+  EXPECT_EQ(c.probes.disk.bytes_per_run, 64 * kMiB);
+  EXPECT_EQ(c.probes.net.schedule.interval, 30s);
+  EXPECT_EQ(c.probes.net.ports, std::vector<std::uint16_t>{14159});
+  EXPECT_EQ(c.probes.net.max_peers_per_cycle, 8u);
+  // Defaults must themselves be valid: every timeout within its interval.
+  for (const ProbeSchedule* s :
+       {&c.probes.cpu.schedule, &c.probes.memory.schedule, &c.probes.disk.schedule, &c.probes.net.schedule}) {
+    EXPECT_GE(s->interval, 1s);
+    EXPECT_GT(s->timeout, 0s);
+    EXPECT_LE(s->timeout, s->interval);
+  }
+}
+
+TEST(LoadStringTest, EmptyDocumentGivesDefaults) {
+  const auto loaded = LoadString("", "empty.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ExpectSameConfig(*loaded, Defaults());
+  EXPECT_EQ(loaded->source, "empty.toml");
+}
+
+TEST(LoadStringTest, FullValidFileSetsEveryField) {
+  const auto loaded = LoadString(R"(
+state_directory = "/srv/hostperf"
+
+[api]
+token_file = "/etc/hostperf/token"
+
+[budget]
+cpu_seconds_per_hour = 18.5
+disk_bytes_per_hour = "1.5gb"
+net_bytes_per_hour = 1048576
+
+[scheduler]
+first_run_splay = "2min"
+jitter = 0.25
+
+[probes.cpu]
+enabled = false
+interval = "10 minutes"
+timeout = 90
+calibration_runs = 7
+throttle_samples = 100
+low_load_gap = "20ms"
+high_load_spin = "500us"
+baselines = { "0123abcd0123abcd" = "48ms", "ffffeeee00001111" = "1.25s" }
+
+[probes.memory]
+enabled = false
+interval = "1h"
+timeout = "2min"
+memory_budget = "1gb"
+
+[probes.disk]
+enabled = false
+interval = "30min"
+timeout = "10min"
+directories = ["/data/1", "/data/2"]
+bytes_per_run = "128 MB"
+
+[probes.net]
+enabled = false
+interval = "1min"
+timeout = "45s"
+bind_address = "0.0.0.0"
+ports = [14159, 14160]
+secret_file = "/etc/hostperf/secret"
+peers = ["db1", "db2:14160", "[fe80::1]:14159"]
+peers_file = "/etc/hostperf/peers.json"
+max_peers_per_cycle = 32
+)",
+                                 "full.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const Config& c = *loaded;
+  EXPECT_EQ(c.source, "full.toml");
+  EXPECT_EQ(c.state_directory, "/srv/hostperf");
+  EXPECT_EQ(c.api.token_file, "/etc/hostperf/token");
+  EXPECT_EQ(c.budget.cpu_seconds_per_hour, 18.5);
+  EXPECT_EQ(c.budget.disk_bytes_per_hour, 1536 * kMiB);
+  EXPECT_EQ(c.budget.net_bytes_per_hour, 1048576u);
+  EXPECT_EQ(c.scheduler.first_run_splay, 2min);
+  EXPECT_EQ(c.scheduler.jitter, 0.25);
+
+  EXPECT_FALSE(c.probes.cpu.schedule.enabled);
+  EXPECT_EQ(c.probes.cpu.schedule.interval, 10min);
+  EXPECT_EQ(c.probes.cpu.schedule.timeout, 90s);
+  EXPECT_EQ(c.probes.cpu.calibration_runs, 7u);
+  EXPECT_EQ(c.probes.cpu.throttle_samples, 100u);
+  EXPECT_EQ(c.probes.cpu.low_load_gap, 20ms);
+  EXPECT_EQ(c.probes.cpu.high_load_spin, 500us);
+  const std::map<std::string, Duration> baselines = {{"0123abcd0123abcd", 48ms}, {"ffffeeee00001111", 1250ms}};
+  EXPECT_EQ(c.probes.cpu.baselines, baselines);
+
+  EXPECT_FALSE(c.probes.memory.schedule.enabled);
+  EXPECT_EQ(c.probes.memory.schedule.interval, 1h);
+  EXPECT_EQ(c.probes.memory.schedule.timeout, 2min);
+  EXPECT_EQ(c.probes.memory.memory_budget, kGiB);
+
+  EXPECT_FALSE(c.probes.disk.schedule.enabled);
+  EXPECT_EQ(c.probes.disk.schedule.interval, 30min);
+  EXPECT_EQ(c.probes.disk.schedule.timeout, 10min);
+  EXPECT_EQ(c.probes.disk.directories, (std::vector<std::string>{"/data/1", "/data/2"}));
+  EXPECT_EQ(c.probes.disk.bytes_per_run, 128 * kMiB);
+
+  EXPECT_FALSE(c.probes.net.schedule.enabled);
+  EXPECT_EQ(c.probes.net.schedule.interval, 1min);
+  EXPECT_EQ(c.probes.net.schedule.timeout, 45s);
+  EXPECT_EQ(c.probes.net.bind_address, "0.0.0.0");
+  EXPECT_EQ(c.probes.net.ports, (std::vector<std::uint16_t>{14159, 14160}));
+  EXPECT_EQ(c.probes.net.secret_file, "/etc/hostperf/secret");
+  EXPECT_EQ(c.probes.net.peers, (std::vector<std::string>{"db1", "db2:14160", "[fe80::1]:14159"}));
+  EXPECT_EQ(c.probes.net.peers_file, "/etc/hostperf/peers.json");
+  EXPECT_EQ(c.probes.net.max_peers_per_cycle, 32u);
+}
+
+TEST(LoadStringTest, DottedKeysAndInlineTablesAreEquivalent) {
+  const auto loaded = LoadString(R"(
+probes.cpu.interval = "1h"
+probes.net = { ports = [1, 65535] }
+)",
+                                 "dotted.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->probes.cpu.schedule.interval, 1h);
+  EXPECT_EQ(loaded->probes.net.ports, (std::vector<std::uint16_t>{1, 65535}));
+}
+
+TEST(LoadStringTest, UnsetTimeoutIsCappedAtAShorterInterval) {
+  // The net default timeout (20s) would exceed a 10s interval.
+  const auto loaded = LoadString("[probes.net]\ninterval = \"10s\"\n", "short.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->probes.net.schedule.interval, 10s);
+  EXPECT_EQ(loaded->probes.net.schedule.timeout, 10s);
+  // A longer interval leaves the default timeout alone.
+  const auto longer = LoadString("[probes.net]\ninterval = \"1h\"\n", "long.toml");
+  ASSERT_TRUE(longer.ok()) << longer.error();
+  EXPECT_EQ(longer->probes.net.schedule.timeout, 20s);
+}
+
+TEST(ExampleConfigTest, EqualsDefaults) {
+  const auto loaded = LoadFile(kExampleConfig);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ExpectSameConfig(*loaded, Defaults());
+  EXPECT_EQ(loaded->source, kExampleConfig.string());
+}
+
+// Every key of the model appears in the example (loading it already proves
+// there is no key the loader does not know).
+TEST(ExampleConfigTest, DocumentsEveryKey) {
+  const std::set<std::string> expected = {
+      "state_directory",
+      "api.token_file",
+      "budget.cpu_seconds_per_hour",
+      "budget.disk_bytes_per_hour",
+      "budget.net_bytes_per_hour",
+      "scheduler.first_run_splay",
+      "scheduler.jitter",
+      "probes.cpu.enabled",
+      "probes.cpu.interval",
+      "probes.cpu.timeout",
+      "probes.cpu.calibration_runs",
+      "probes.cpu.throttle_samples",
+      "probes.cpu.low_load_gap",
+      "probes.cpu.high_load_spin",
+      "probes.cpu.baselines",
+      "probes.memory.enabled",
+      "probes.memory.interval",
+      "probes.memory.timeout",
+      "probes.memory.memory_budget",
+      "probes.disk.enabled",
+      "probes.disk.interval",
+      "probes.disk.timeout",
+      "probes.disk.directories",
+      "probes.disk.bytes_per_run",
+      "probes.net.enabled",
+      "probes.net.interval",
+      "probes.net.timeout",
+      "probes.net.bind_address",
+      "probes.net.ports",
+      "probes.net.secret_file",
+      "probes.net.peers",
+      "probes.net.peers_file",
+      "probes.net.max_peers_per_cycle",
+  };
+  std::ifstream in(kExampleConfig);
+  ASSERT_TRUE(in) << kExampleConfig;
+  std::set<std::string> found;
+  std::string section;
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    if (line[first] == '[') {
+      section = line.substr(first + 1, line.find(']') - first - 1) + ".";
+      continue;
+    }
+    const auto equals = line.find('=');
+    ASSERT_NE(equals, std::string::npos) << line;
+    std::string key = line.substr(first, equals - first);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    found.insert(section + key);
+  }
+  EXPECT_EQ(found, expected);
+
+  // And every key carries a one-line comment.
+  std::ifstream again(kExampleConfig);
+  bool previous_was_comment = false;
+  while (std::getline(again, line)) {
+    const bool is_key = !line.empty() && line[0] != '#' && line[0] != '[' && line.find('=') != std::string::npos;
+    if (is_key) {
+      EXPECT_TRUE(previous_was_comment || line.find('#') != std::string::npos) << "undocumented: " << line;
+    }
+    previous_was_comment = !line.empty() && line[0] == '#';
+  }
+}
+
+struct BadCase {
+  std::string name;
+  std::string toml;
+  std::string error;
+};
+
+TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
+  const std::vector<BadCase> cases = {
+      {"syntax error", "state_directory = \n",
+       R"(bad.toml:1:19: Error while parsing key-value pair: expected value, saw '\n')"},
+      {"duplicate key", "[api]\ntoken_file = \"a\"\ntoken_file = \"b\"\n",
+       "bad.toml:3:14: Error while parsing key-value pair: cannot redefine existing string 'token_file'"},
+      {"unknown top-level key", "state_dir = \"/x\"\n", R"(bad.toml:1:1: unknown key "state_dir")"},
+      {"unknown section", "[metrics]\nport = 1\n", R"(bad.toml:1:2: unknown key "metrics")"},
+      {"unknown probe", "[probes.gpu]\nenabled = true\n", R"(bad.toml:1:9: unknown key "probes.gpu")"},
+      {"unknown key in probe", "[probes.cpu]\nintervall = \"5min\"\n",
+       R"(bad.toml:2:1: unknown key "probes.cpu.intervall")"},
+      {"unknown dotted key", "probes.cpu.colour = 1\n", R"(bad.toml:1:12: unknown key "probes.cpu.colour")"},
+      {"unknown quoted key", "[budget]\n\"cpu seconds\" = 1\n", R"(bad.toml:2:1: unknown key "budget.'cpu seconds'")"},
+      {"bool for duration", "[probes.cpu]\ninterval = true\n",
+       R"(bad.toml:2:12: probes.cpu.interval: expected a duration string like "5min", got boolean)"},
+      {"float for duration", "[scheduler]\nfirst_run_splay = 1.5\n",
+       R"(bad.toml:2:19: scheduler.first_run_splay: expected a duration string like "5min", got float)"},
+      {"string for integer", "[probes.cpu]\ncalibration_runs = \"5\"\n",
+       "bad.toml:2:20: probes.cpu.calibration_runs: expected an integer, got string"},
+      {"float for integer", "[probes.net]\nmax_peers_per_cycle = 8.0\n",
+       "bad.toml:2:23: probes.net.max_peers_per_cycle: expected an integer, got float"},
+      {"string for bool", "[probes.disk]\nenabled = \"yes\"\n",
+       "bad.toml:2:11: probes.disk.enabled: expected a boolean (true or false), got string"},
+      {"integer for string", "[api]\ntoken_file = 5\n",
+       "bad.toml:2:14: api.token_file: expected a string, got integer"},
+      {"string for number", "[scheduler]\njitter = \"10%\"\n",
+       "bad.toml:2:10: scheduler.jitter: expected a number, got string"},
+      {"section not a table", "api = \"on\"\n", "bad.toml:1:7: api: expected a table, got string"},
+      {"probe not a table", "[probes]\nnet = true\n", "bad.toml:2:7: probes.net: expected a table, got boolean"},
+      {"bad duration", "[probes.cpu]\ninterval = \"10 parsecs\"\n",
+       R"(bad.toml:2:12: probes.cpu.interval: invalid duration "10 parsecs": unknown unit "parsecs" (use s, min, h, ms, us))"},
+      {"negative integer duration", "[probes.memory]\ntimeout = -5\n",
+       R"(bad.toml:2:11: probes.memory.timeout: invalid duration "-5": negative durations are not allowed)"},
+      {"bad size", "[budget]\ndisk_bytes_per_hour = \"2 gallons\"\n",
+       R"(bad.toml:2:23: budget.disk_bytes_per_hour: invalid size "2 gallons": unknown unit "gallons" (use b, kb, mb, gb, tb))"},
+      {"bool for size", "[probes.memory]\nmemory_budget = false\n",
+       R"(bad.toml:2:17: probes.memory.memory_budget: expected a size string like "64mb", got boolean)"},
+      {"zero size", "[probes.disk]\nbytes_per_run = 0\n",
+       "bad.toml:2:17: probes.disk.bytes_per_run: 0b is out of range (must be at least 1b)"},
+      {"jitter too large", "[scheduler]\njitter = 0.7\n",
+       "bad.toml:2:10: scheduler.jitter: 0.7 is out of range [0, 0.5]"},
+      {"jitter negative", "[scheduler]\njitter = -1\n", "bad.toml:2:10: scheduler.jitter: -1 is out of range [0, 0.5]"},
+      {"jitter nan", "[scheduler]\njitter = nan\n", "bad.toml:2:10: scheduler.jitter: nan is out of range [0, 0.5]"},
+      {"cpu budget zero", "[budget]\ncpu_seconds_per_hour = 0\n",
+       "bad.toml:2:24: budget.cpu_seconds_per_hour: 0 is out of range (must be a finite number greater than 0)"},
+      {"cpu budget infinite", "[budget]\ncpu_seconds_per_hour = inf\n",
+       "bad.toml:2:24: budget.cpu_seconds_per_hour: inf is out of range (must be a finite number greater than 0)"},
+      {"calibration_runs zero", "[probes.cpu]\ncalibration_runs = 0\n",
+       "bad.toml:2:20: probes.cpu.calibration_runs: 0 is out of range [1, 100]"},
+      {"throttle_samples too large", "[probes.cpu]\nthrottle_samples = 100001\n",
+       "bad.toml:2:20: probes.cpu.throttle_samples: 100001 is out of range [1, 100000]"},
+      {"max_peers_per_cycle zero", "[probes.net]\nmax_peers_per_cycle = 0\n",
+       "bad.toml:2:23: probes.net.max_peers_per_cycle: 0 is out of range [1, 10000]"},
+      {"port out of range", "[probes.net]\nports = [14159, 70000]\n",
+       "bad.toml:2:17: probes.net.ports[1]: 70000 is out of range [1, 65535]"},
+      {"port zero", "[probes.net]\nports = [0]\n", "bad.toml:2:10: probes.net.ports[0]: 0 is out of range [1, 65535]"},
+      {"port as string", "[probes.net]\nports = [\"14159\"]\n",
+       "bad.toml:2:10: probes.net.ports[0]: expected an integer, got string"},
+      {"ports not an array", "[probes.net]\nports = 14159\n",
+       "bad.toml:2:9: probes.net.ports: expected an array of port numbers, got integer"},
+      {"duplicate port", "[probes.net]\nports = [14159, 14160, 14159]\n",
+       "bad.toml:2:24: probes.net.ports[2]: duplicate port 14159"},
+      {"empty ports", "[probes.net]\nports = []\n", "bad.toml:2:9: probes.net.ports: must list at least one port"},
+      {"peer not a string", "[probes.net]\npeers = [\"db1\", 2]\n",
+       "bad.toml:2:17: probes.net.peers[1]: expected a string, got integer"},
+      {"empty directory", "[probes.disk]\ndirectories = [\"\"]\n",
+       "bad.toml:2:16: probes.disk.directories[0]: must not be empty"},
+      {"directories not an array", "[probes.disk]\ndirectories = \"/data\"\n",
+       "bad.toml:2:15: probes.disk.directories: expected an array of strings, got string"},
+      {"interval below 1s", "[probes.cpu]\ninterval = \"500ms\"\n",
+       "bad.toml:2:12: probes.cpu.interval: 500ms is out of range (must be at least 1s)"},
+      {"zero timeout", "[probes.cpu]\ntimeout = \"0s\"\n",
+       "bad.toml:2:11: probes.cpu.timeout: 0s is out of range (must be greater than 0s)"},
+      {"timeout above interval", "[probes.cpu]\ninterval = \"5min\"\ntimeout = \"10min\"\n",
+       "bad.toml:3:11: probes.cpu.timeout: 10min is longer than the interval (5min)"},
+      {"timeout above default interval", "[probes.net]\ntimeout = \"1min\"\n",
+       "bad.toml:2:11: probes.net.timeout: 1min is longer than the interval (30s)"},
+      {"baselines not a table", "[probes.cpu]\nbaselines = [\"48ms\"]\n",
+       R"(bad.toml:2:13: probes.cpu.baselines: expected a table like { "0123abcd0123abcd" = "48ms" }, got array)"},
+      {"zero baseline", "[probes.cpu]\nbaselines = { \"0123abcd0123abcd\" = \"0ms\" }\n",
+       "bad.toml:2:36: probes.cpu.baselines.0123abcd0123abcd: 0s is out of range (must be greater than 0s)"},
+      {"bad baseline", "[probes.cpu]\nbaselines = { abc = \"fast\" }\n",
+       R"(bad.toml:2:21: probes.cpu.baselines.abc: invalid duration "fast": expected a number with an optional unit, like "5min")"},
+      {"empty fingerprint", "[probes.cpu]\nbaselines = { \"\" = \"48ms\" }\n",
+       "bad.toml:2:15: probes.cpu.baselines: empty fingerprint"},
+      {"first bad baseline in document order", "[probes.cpu]\nbaselines = { b = \"0s\", a = \"x\" }\n",
+       "bad.toml:2:19: probes.cpu.baselines.b: 0s is out of range (must be greater than 0s)"},
+      // Several errors: the earliest in the document wins, even though
+      // "aaa" sorts before "zzz".
+      {"first error in document order", "zzz = 1\naaa = 2\n", R"(bad.toml:1:1: unknown key "zzz")"},
+      {"first error across sections", "[probes.net]\nports = []\n[api]\nbogus = 1\n",
+       "bad.toml:2:9: probes.net.ports: must list at least one port"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto loaded = LoadString(c.toml, "bad.toml");
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_EQ(loaded.error(), c.error);
+  }
+}
+
+TEST(LoadFileTest, ReadsFileAndRecordsSource) {
+  TempFile file("[probes.cpu]\ninterval = \"2min\"\n");
+  const auto loaded = LoadFile(file.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->source, file.path().string());
+  EXPECT_EQ(loaded->probes.cpu.schedule.interval, 2min);
+}
+
+TEST(LoadFileTest, ErrorsNameTheFile) {
+  TempFile file("\n[probes.cpu]\ninterval = \"soon\"\n");
+  const auto loaded = LoadFile(file.path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error(), file.path().string() +
+                                ":3:12: probes.cpu.interval: invalid duration \"soon\": expected a number with an "
+                                "optional unit, like \"5min\"");
+}
+
+TEST(LoadFileTest, MissingFile) {
+  const auto loaded = LoadFile("/nonexistent/hostperf.toml");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error(), "/nonexistent/hostperf.toml: cannot read: No such file or directory");
+}
+
+TEST(LoadFileTest, Directory) {
+  const fs::path dir = fs::temp_directory_path();
+  const auto loaded = LoadFile(dir);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error(), dir.string() + ": cannot read: Is a directory");
+}
+
+// Seams that fail the test if the resolver consults them when it should not.
+std::optional<std::string> NoEnv(const char*) { return std::nullopt; }
+
+TEST(ResolveStateDirectoryTest, ConfiguredValueWins) {
+  Config c = Defaults();
+  c.state_directory = "/srv/hostperf";
+  const auto env = [](const char*) -> std::optional<std::string> { return "/var/lib/from-env"; };
+  const auto writable = [](const fs::path&) {
+    ADD_FAILURE() << "writable check not expected";
+    return true;
+  };
+  EXPECT_EQ(ResolveStateDirectory(c, env, writable), fs::path("/srv/hostperf"));
+}
+
+TEST(ResolveStateDirectoryTest, UsesStateDirectoryEnvironment) {
+  std::string asked;
+  const auto env = [&](const char* name) -> std::optional<std::string> {
+    asked = name;
+    return "/var/lib/hostperf-env";
+  };
+  const auto writable = [](const fs::path&) {
+    ADD_FAILURE() << "writable check not expected";
+    return true;
+  };
+  EXPECT_EQ(ResolveStateDirectory(Defaults(), env, writable), fs::path("/var/lib/hostperf-env"));
+  EXPECT_EQ(asked, "STATE_DIRECTORY");
+}
+
+TEST(ResolveStateDirectoryTest, TakesFirstOfColonSeparatedList) {
+  const auto env = [](const char*) -> std::optional<std::string> { return "/var/lib/a:/var/lib/b"; };
+  EXPECT_EQ(ResolveStateDirectory(Defaults(), env, [](const fs::path&) { return true; }), fs::path("/var/lib/a"));
+}
+
+TEST(ResolveStateDirectoryTest, EnvUnsetAndWritable) {
+  fs::path checked;
+  const auto writable = [&](const fs::path& p) {
+    checked = p;
+    return true;
+  };
+  EXPECT_EQ(ResolveStateDirectory(Defaults(), NoEnv, writable), fs::path("/var/lib/hostperf"));
+  EXPECT_EQ(checked, fs::path("/var/lib/hostperf"));
+}
+
+TEST(ResolveStateDirectoryTest, EnvUnsetAndNotWritable) {
+  const auto result = ResolveStateDirectory(Defaults(), NoEnv, [](const fs::path&) { return false; });
+  EXPECT_TRUE(result.is_absolute()) << result;
+  EXPECT_EQ(result, fs::current_path() / "hostperf-state");
+}
+
+TEST(ResolveStateDirectoryTest, EmptyEnvIsIgnored) {
+  const auto env = [](const char*) -> std::optional<std::string> { return ""; };
+  EXPECT_EQ(ResolveStateDirectory(Defaults(), env, [](const fs::path&) { return true; }),
+            fs::path("/var/lib/hostperf"));
+}
+
+TEST(ResolveStateDirectoryTest, DefaultSeamReadsProcessEnvironment) {
+  const char* saved = ::getenv("STATE_DIRECTORY");
+  const std::optional<std::string> previous = saved ? std::optional<std::string>(saved) : std::nullopt;
+  ::setenv("STATE_DIRECTORY", "/tmp/hostperf-default-seam:/other", 1);
+  EXPECT_EQ(ResolveStateDirectory(Defaults()), fs::path("/tmp/hostperf-default-seam"));
+  if (previous) {
+    ::setenv("STATE_DIRECTORY", previous->c_str(), 1);
+  } else {
+    ::unsetenv("STATE_DIRECTORY");
+  }
+}
+
+}  // namespace
+}  // namespace hostperf::config

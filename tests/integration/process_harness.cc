@@ -1,0 +1,185 @@
+#include "process_harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace hostperf::testing {
+namespace {
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int DecodeStatus(int raw) {
+  if (WIFEXITED(raw)) return WEXITSTATUS(raw);
+  if (WIFSIGNALED(raw)) return 128 + WTERMSIG(raw);
+  return -1;
+}
+
+std::string TempPath(const std::string& prefix) {
+  std::string templ = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+  const int fd = mkstemp(templ.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  close(fd);
+  return templ;
+}
+
+}  // namespace
+
+ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env)
+    : stdout_path_(TempPath("hostperf-out-")), stderr_path_(TempPath("hostperf-err-")) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int out = open(stdout_path_.c_str(), O_WRONLY | O_TRUNC);
+    const int err = open(stderr_path_.c_str(), O_WRONLY | O_TRUNC);
+    const int null = open("/dev/null", O_RDONLY);
+    dup2(null, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
+    // The test runner may block signals; the child must start clean.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::vector<char*> argv;
+    argv.push_back(binary.data());
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !exit_status_) {
+    kill(pid_, SIGKILL);
+    int raw = 0;
+    waitpid(pid_, &raw, 0);
+  }
+  std::filesystem::remove(stdout_path_);
+  std::filesystem::remove(stderr_path_);
+}
+
+std::string ChildProcess::Stdout() const { return ReadWhole(stdout_path_); }
+std::string ChildProcess::Stderr() const { return ReadWhole(stderr_path_); }
+void ChildProcess::Signal(int signo) const { kill(pid_, signo); }
+
+std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
+  if (exit_status_) return exit_status_;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int raw = 0;
+    if (waitpid(pid_, &raw, WNOHANG) == pid_) {
+      exit_status_ = DecodeStatus(raw);
+      return exit_status_;
+    }
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool ChildProcess::WaitForStderr(const std::string& needle, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (Stderr().find(needle) != std::string::npos) return true;
+    if (Wait(std::chrono::milliseconds(0))) return Stderr().find(needle) != std::string::npos;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+CommandResult RunCommand(const std::string& binary, const std::vector<std::string>& args,
+                         std::chrono::milliseconds timeout) {
+  ChildProcess child(binary, args);
+  CommandResult result;
+  result.status = child.Wait(timeout).value_or(-1);
+  result.out = child.Stdout();
+  result.err = child.Stderr();
+  return result;
+}
+
+std::optional<HttpReply> HttpRequest(int port, const std::string& method, const std::string& path,
+                                     const std::map<std::string, std::string>& headers, const std::string& body) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return std::nullopt;
+  timeval tv{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  if (!body.empty() || method == "POST") request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  request += "\r\n" + body;
+  if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string raw;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    raw.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  const auto header_end = raw.find("\r\n\r\n");
+  if (header_end == std::string::npos || raw.rfind("HTTP/1.", 0) != 0) return std::nullopt;
+  HttpReply reply;
+  reply.status = std::atoi(raw.c_str() + 9);
+  std::istringstream lines(raw.substr(0, header_end));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.erase(value.begin());
+    reply.headers[name] = value;
+  }
+  reply.body = raw.substr(header_end + 4);
+  return reply;
+}
+
+TempDir::TempDir() {
+  std::string templ = (std::filesystem::temp_directory_path() / "hostperf-test-XXXXXX").string();
+  if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& content) const {
+  const std::string file = path_ + "/" + name;
+  std::ofstream(file, std::ios::binary) << content;
+  return file;
+}
+
+}  // namespace hostperf::testing

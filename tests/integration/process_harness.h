@@ -1,0 +1,70 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hostperf::testing {
+
+// A child process with stdout and stderr captured to files, so that tests can
+// read what it said while it runs.
+class ChildProcess {
+ public:
+  ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env = {});
+  ~ChildProcess();  // SIGKILLs the child if still running
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::string Stdout() const;
+  std::string Stderr() const;
+  void Signal(int signo) const;
+  // Exit status (or 128+signal) once the child ends within `timeout`.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  // Polls stderr until `needle` appears (true) or the child exits or the
+  // timeout passes (false).
+  bool WaitForStderr(const std::string& needle, std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> exit_status_;
+  std::string stdout_path_;
+  std::string stderr_path_;
+};
+
+// Runs a command to completion; returns its exit status and output.
+struct CommandResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+CommandResult RunCommand(const std::string& binary, const std::vector<std::string>& args,
+                         std::chrono::milliseconds timeout);
+
+struct HttpReply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+// Minimal HTTP/1.1 client over a fresh connection (Connection: close).
+std::optional<HttpReply> HttpRequest(int port, const std::string& method, const std::string& path,
+                                     const std::map<std::string, std::string>& headers = {},
+                                     const std::string& body = "");
+
+// A fresh temporary directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string Write(const std::string& name, const std::string& content) const;
+
+ private:
+  std::string path_;
+};
+
+}  // namespace hostperf::testing
