@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
@@ -52,6 +53,10 @@ Result<std::string> Gzip(std::string_view data) {
 }
 
 bool AcceptsGzip(std::string_view accept_encoding) {
+  // An explicit "gzip;q=…" decides; "*" only stands for codings not listed
+  // (RFC 9110 12.5.3), so "gzip;q=0, *" refuses gzip.
+  std::optional<double> gzip_q;
+  std::optional<double> any_q;
   std::size_t start = 0;
   while (start <= accept_encoding.size()) {
     auto end = accept_encoding.find(',', start);
@@ -71,10 +76,11 @@ bool AcceptsGzip(std::string_view accept_encoding) {
       }
     }
     std::transform(coding.begin(), coding.end(), coding.begin(), [](unsigned char c) { return std::tolower(c); });
-    if ((coding == "gzip" || coding == "*") && q > 0) return true;
+    if (coding == "gzip") gzip_q = std::max(q, gzip_q.value_or(0));
+    if (coding == "*") any_q = std::max(q, any_q.value_or(0));
     start = end + 1;
   }
-  return false;
+  return gzip_q ? *gzip_q > 0 : any_q.value_or(0) > 0;
 }
 
 HttpHandler MetricsHandler(std::vector<std::shared_ptr<prometheus::Collectable>> collectables) {

@@ -193,6 +193,10 @@ int HttpServer::Dispatch(mg_connection* connection) {
       // A handler bug must not take the server down.
       spdlog::error("http handler for {} failed: {}", request.path, e.what());
       response = HttpResponse::Text(500, "internal error");
+    } catch (...) {
+      // Nothing may unwind into CivetWeb's C code.
+      spdlog::error("http handler for {} failed with a non-standard exception", request.path);
+      response = HttpResponse::Text(500, "internal error");
     }
   }
   SendResponse(connection, response, head_only);

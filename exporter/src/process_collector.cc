@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,13 +19,21 @@ std::optional<std::string> ReadFile(const std::filesystem::path& path) {
   return text.str();
 }
 
+// Non-throwing: a malformed file must cost its metric, not the scrape.
+std::optional<double> ToDouble(std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 std::optional<double> BootTimeSeconds(const probes::SystemRoots& roots) {
   const auto stat = ReadFile(roots.proc / "stat");
   if (!stat) return std::nullopt;
   std::istringstream lines(*stat);
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.rfind("btime ", 0) == 0) return std::stod(line.substr(6));
+    if (line.rfind("btime ", 0) == 0) return ToDouble(std::string_view(line).substr(6));
   }
   return std::nullopt;
 }
@@ -40,7 +49,7 @@ std::optional<double> MaxOpenFiles(const probes::SystemRoots& roots) {
     std::string soft;
     fields >> soft;
     if (soft == "unlimited") return std::nullopt;
-    return std::stod(soft);
+    return ToDouble(soft);
   }
   return std::nullopt;
 }
@@ -70,24 +79,30 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
   if (const auto stat = ReadFile(self / "stat")) {
     // Fields after the parenthesised command name, which may contain spaces.
     const auto close = stat->rfind(')');
-    if (close != std::string::npos) {
+    std::vector<std::string> f;
+    if (close != std::string::npos && close + 2 <= stat->size()) {
       std::istringstream fields(stat->substr(close + 2));
-      std::vector<std::string> f;
       for (std::string field; fields >> field;) f.push_back(field);
-      // f[0] is field 3 (state); utime=14, stime=15, starttime=22, vsize=23, rss=24.
-      if (f.size() > 21) {
-        const double tps = static_cast<double>(ticks_per_second_);
-        const double cpu = (std::stod(f[11]) + std::stod(f[12])) / tps;
-        families.push_back(CounterFamily("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", cpu));
-        families.push_back(GaugeFamily("process_virtual_memory_bytes", "Virtual memory size in bytes.", std::stod(f[20])));
-        families.push_back(GaugeFamily("process_resident_memory_bytes", "Resident memory size in bytes.",
-                                       std::stod(f[21]) * static_cast<double>(page_size_)));
-        if (const auto boot = BootTimeSeconds(roots_)) {
-          families.push_back(GaugeFamily("process_start_time_seconds",
-                                         "Start time of the process since unix epoch in seconds.",
-                                         *boot + std::stod(f[19]) / tps));
-        }
-      }
+    }
+    // f[0] is field 3 (state); utime=14, stime=15, starttime=22, vsize=23, rss=24.
+    auto field = [&f](std::size_t i) { return i < f.size() ? ToDouble(f[i]) : std::nullopt; };
+    const double tps = static_cast<double>(ticks_per_second_);
+    if (const auto utime = field(11), stime = field(12); utime && stime) {
+      families.push_back(
+          CounterFamily("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", (*utime + *stime) / tps));
+    }
+    if (const auto vsize = field(20)) {
+      families.push_back(GaugeFamily("process_virtual_memory_bytes", "Virtual memory size in bytes.", *vsize));
+    }
+    if (const auto rss = field(21)) {
+      families.push_back(GaugeFamily("process_resident_memory_bytes", "Resident memory size in bytes.",
+                                     *rss * static_cast<double>(page_size_)));
+    }
+    const auto start = field(19);
+    const auto boot = BootTimeSeconds(roots_);
+    if (start && boot) {
+      families.push_back(GaugeFamily("process_start_time_seconds",
+                                     "Start time of the process since unix epoch in seconds.", *boot + *start / tps));
     }
   }
   std::error_code ec;

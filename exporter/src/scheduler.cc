@@ -103,6 +103,9 @@ steady_clock::time_point Scheduler::RunDue() {
       // Shut down mid-run: neither a failure nor a result.
     } else if (paused_ && cancelled) {
       metrics_.RecordSkip(name, kFullRunActive);
+      // Snapshot() (landing page) shows what the metrics count: a skip, not
+      // the probe's own "cancelled" failure.
+      outcome = probes::ProbeOutcome::Skipped(std::string(kFullRunActive), "cancelled for a full run");
     } else if (outcome.status == Status::kSkipped) {
       metrics_.RecordSkip(name, outcome.reason);
       spdlog::info("probe {} skipped ({}): {}", name, outcome.reason, outcome.message);
@@ -158,7 +161,13 @@ probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::Prob
   bool timed_out = false;
   bool hang_logged = false;
   std::optional<steady_clock::time_point> stop_seen;
-  while (result.wait_for(period) != std::future_status::ready) {
+  // Wake at the deadline too, so a timeout is enforced on time rather than
+  // at the next heartbeat.
+  auto next_wait = [&] {
+    const auto now = steady_clock::now();
+    return now < deadline ? std::min<nanoseconds>(period, deadline - now) : period;
+  };
+  while (result.wait_for(next_wait()) != std::future_status::ready) {
     const auto now = steady_clock::now();
     if (now >= deadline && !timed_out) {
       timed_out = true;
@@ -207,13 +216,18 @@ bool Scheduler::Run(const std::function<void()>& heartbeat, nanoseconds heartbea
   }
   for (;;) {
     if (heartbeat) heartbeat();
+    {
+      // Cleared before RunDue so that a config change or Resume() arriving
+      // while it runs is not lost.
+      std::lock_guard lock(mu_);
+      wake_ = false;
+    }
     const auto next_due = RunDue();
     std::unique_lock lock(mu_);
     if (stop_requested_) break;
     nanoseconds wait = heartbeat_period;
     if (next_due != steady_clock::time_point::max()) wait = std::min(wait, nanoseconds(next_due - clock_.Now()));
     if (wait.count() > 0) {
-      wake_ = false;
       cv_.wait_for(lock, wait, [this] { return stop_requested_ || wake_; });
     }
     if (stop_requested_) break;

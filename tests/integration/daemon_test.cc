@@ -29,7 +29,7 @@ using ::testing::MatchesRegex;
 std::string FastConfig(const TempDir& dir, const std::string& cpu_interval = "3s") {
   return "state_directory = \"" + dir.path() + "/state\"\n"
          "[scheduler]\nfirst_run_splay = \"1s\"\n"
-         "[probes.cpu]\ninterval = \"" + cpu_interval + "\"\ntimeout = \"3s\"\n";
+         "[probes.cpu]\ninterval = \"" + cpu_interval + "\"\ntimeout = \"" + cpu_interval + "\"\n";
 }
 
 // The value of the first sample whose name and labels start with `series`.

@@ -1,0 +1,68 @@
+#pragma once
+
+// Helpers shared by the exporter tests to look up samples in collected
+// metric families.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+#include <prometheus/metric_type.h>
+
+namespace hostperf::exporter::test_util {
+
+// The value of the first sample of family `name` whose labels include every
+// pair of `labels` (a subset match). Counters, gauges and untyped only.
+inline std::optional<double> SampleValue(const std::vector<prometheus::MetricFamily>& families,
+                                         const std::string& name,
+                                         const std::map<std::string, std::string>& labels = {}) {
+  for (const prometheus::MetricFamily& family : families) {
+    if (family.name != name) continue;
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      bool match = true;
+      for (const auto& [key, value] : labels) {
+        bool found = false;
+        for (const prometheus::ClientMetric::Label& label : metric.label) {
+          if (label.name == key && label.value == value) found = true;
+        }
+        match = match && found;
+      }
+      if (!match) continue;
+      switch (family.type) {
+        case prometheus::MetricType::Counter:
+          return metric.counter.value;
+        case prometheus::MetricType::Gauge:
+          return metric.gauge.value;
+        case prometheus::MetricType::Untyped:
+          return metric.untyped.value;
+        default:
+          return std::nullopt;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// The labels of the first sample of family `name`, as a map.
+inline std::optional<std::map<std::string, std::string>> SampleLabels(
+    const std::vector<prometheus::MetricFamily>& families, const std::string& name) {
+  for (const prometheus::MetricFamily& family : families) {
+    if (family.name != name || family.metric.empty()) continue;
+    std::map<std::string, std::string> labels;
+    for (const prometheus::ClientMetric::Label& label : family.metric.front().label) labels[label.name] = label.value;
+    return labels;
+  }
+  return std::nullopt;
+}
+
+inline const prometheus::MetricFamily* FindFamily(const std::vector<prometheus::MetricFamily>& families,
+                                                  const std::string& name) {
+  for (const prometheus::MetricFamily& family : families) {
+    if (family.name == name) return &family;
+  }
+  return nullptr;
+}
+
+}  // namespace hostperf::exporter::test_util
