@@ -4,9 +4,12 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <regex>
 #include <string>
@@ -190,6 +193,15 @@ TEST(ExporterBinary, FirstCpuRunPassesPromtoolAndHasRealValues) {
   FAIL() << "promtool not found at configure time (install Debian's prometheus package)";
 #endif
 
+  // docs/metrics.md documents every family the daemon serves.
+  std::ifstream doc_file(std::string(HOSTPERF_SOURCE_DIR) + "/docs/metrics.md");
+  const std::string doc((std::istreambuf_iterator<char>(doc_file)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  const std::regex type_line(R"(# TYPE (\w+) )");
+  for (std::sregex_iterator it(metrics.begin(), metrics.end(), type_line), end; it != end; ++it) {
+    EXPECT_THAT(doc, HasSubstr("`" + (*it)[1].str() + "`")) << "undocumented metric";
+  }
+
   auto gzipped = HttpRequest(exporter.Port(), "GET", "/metrics", {{"Accept-Encoding", "gzip"}});
   ASSERT_TRUE(gzipped);
   EXPECT_EQ(gzipped->headers["content-encoding"], "gzip");
@@ -287,6 +299,67 @@ TEST(CliBinary, UnknownCommandIsAUsageError) {
   const auto result = RunCommand(HOSTPERF_CLI_BIN, {"frobnicate"}, seconds(10));
   EXPECT_EQ(result.status, 2);
   EXPECT_THAT(result.err, HasSubstr("unknown command"));
+}
+
+}  // namespace
+}  // namespace hostperf::testing
+
+namespace hostperf::testing {
+namespace {
+
+// Receives sd_notify datagrams the way systemd does, on NOTIFY_SOCKET.
+class NotifySocket {
+ public:
+  explicit NotifySocket(const std::string& path) : path_(path) {
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    bound_ = bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    timeval tv{0, 200000};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~NotifySocket() { close(fd_); }
+  bool bound() const { return bound_; }
+
+  // Collects messages until one contains `needle`; returns all seen so far.
+  bool WaitFor(const std::string& needle, seconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      char buffer[4096];
+      const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) continue;
+      const std::string message(buffer, static_cast<std::size_t>(n));
+      messages_.push_back(message);
+      if (message.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+  const std::vector<std::string>& messages() const { return messages_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool bound_ = false;
+  std::vector<std::string> messages_;
+};
+
+TEST(ExporterBinary, TellsSystemdReadyWatchdogReloadingAndStopping) {
+  TempDir dir;
+  NotifySocket notify(dir.path() + "/notify.sock");
+  ASSERT_TRUE(notify.bound());
+  Exporter exporter({"--config.file=" + dir.Write("c.toml", FastConfig(dir))},
+                    {{"NOTIFY_SOCKET", dir.path() + "/notify.sock"}, {"WATCHDOG_USEC", "600000"}});
+  ASSERT_TRUE(notify.WaitFor("READY=1", seconds(30))) << exporter.process().Stderr();
+  // Pinged from the scheduler loop at a third of the period.
+  ASSERT_TRUE(notify.WaitFor("WATCHDOG=1", seconds(10)));
+  exporter.process().Signal(SIGHUP);
+  ASSERT_TRUE(notify.WaitFor("RELOADING=1", seconds(10)));
+  EXPECT_THAT(notify.messages().back(), HasSubstr("MONOTONIC_USEC="));
+  ASSERT_TRUE(notify.WaitFor("READY=1", seconds(10)));
+  exporter.process().Signal(SIGTERM);
+  ASSERT_TRUE(notify.WaitFor("STOPPING=1", seconds(10)));
+  EXPECT_EQ(exporter.process().Wait(seconds(10)), 0);
 }
 
 }  // namespace

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# cmake --install places the binaries and the example config where operators
+# expect them, and the installed binaries run.
+set -euo pipefail
+build_dir=$1
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+for f in bin/hostperf_exporter bin/hostperf; do
+  [[ -x $prefix/$f ]] || { echo "missing $f"; exit 1; }
+done
+[[ -f $prefix/etc/hostperf/hostperf.toml ]] || { echo "missing etc/hostperf/hostperf.toml"; exit 1; }
+"$prefix/bin/hostperf_exporter" --config.file="$prefix/etc/hostperf/hostperf.toml" --config.check
+"$prefix/bin/hostperf" --version
+echo "install layout OK"
