@@ -1,4 +1,7 @@
 #include "hostperf/probes/cpu/cpu_probe.h"
+#include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/memory/memory_probe.h"
+#include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::probes {
@@ -7,6 +10,9 @@ namespace {
 // Adding a probe: a folder under probes/ and one line here.
 constexpr ProbeRegistration kProbes[] = {
     {"cpu", &cpu::CreateCpuProbe},
+    {"disk", &disk::CreateDiskProbe},
+    {"memory", &memory::CreateMemoryProbe},
+    {"net", &net::CreateNetProbe},
 };
 }  // namespace
 

@@ -143,6 +143,12 @@ class Loader {
                       {
                           StringList("directories", &c->probes.disk.directories),
                           Size("bytes_per_run", &c->probes.disk.bytes_per_run),
+                          Uint("threads", &c->probes.disk.threads, 1, 1024),
+                          Uint("files_per_thread", &c->probes.disk.files_per_thread, 1, 64),
+                          Size("max_buffer_size", &c->probes.disk.max_buffer_size),
+                          Bool("disable_direct_io", &c->probes.disk.disable_direct_io),
+                          Bool("disable_crc", &c->probes.disk.disable_crc),
+                          Size("reserve", &c->probes.disk.reserve),
                       }),
                 Probe("net", &c->probes.net.schedule, NetFields(&c->probes.net)),
             }),
@@ -180,6 +186,14 @@ class Loader {
         StringList("peers", &net->peers),
         String("peers_file", &net->peers_file),
         Uint("max_peers_per_cycle", &net->max_peers_per_cycle, 1, 10000),
+        Uint("packets_per_cycle", &net->packets_per_cycle, 1, 100000),
+        DurationField("packet_interval", &net->packet_interval, kPositive),
+        DurationField("reply_timeout", &net->reply_timeout, kPositive),
+        DurationField("throughput_duration", &net->throughput_duration, kAnyDuration),
+        Size("throughput_rate", &net->throughput_rate),
+        Uint("udp_datagram_size", &net->udp_datagram_size, 64, 65000),
+        Uint("max_connections", &net->max_connections, 1, 100000),
+        Uint("rate_limit", &net->rate_limit, 1, 10000000),
     };
     // clang-format on
   }

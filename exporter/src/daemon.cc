@@ -103,6 +103,7 @@ Result<bool> Daemon::Start() {
   std::vector<probes::Probe*> scheduled;
   for (const auto& registration : probes::AllProbes()) {
     probes_.push_back(registration.factory(deps));
+    probes_.back()->StartServices(*config_);
     scheduled.push_back(probes_.back().get());
   }
   scheduler_ = std::make_unique<Scheduler>(std::move(scheduled), clock_, *framework_metrics_, std::random_device{}());

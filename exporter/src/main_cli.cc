@@ -1,9 +1,11 @@
 // hostperf: one-shot CLI reproducing the reference tools' options and reports.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,14 @@
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/logging.h"
 #include "hostperf/probes/build_info.h"
+#include "hostperf/probes/check/check.h"
 #include "hostperf/probes/cpu/cpu_probe.h"
+#include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/options.h"
+#include "hostperf/probes/host_facts.h"
+#include "hostperf/probes/memory/memory_probe.h"
+#include "hostperf/probes/net/command.h"
+#include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/probe.h"
 
 namespace {
@@ -24,6 +33,18 @@ Commands:
   cpu [-q] [--json]   vcpuperf: CPU speed against this binary's baseline and
                       low-load throttling (-q: only the four figures;
                       --json: the result as JSON, as the run API returns it)
+  io [vioperf options] [DIR...]
+                      vioperf: Write, ReWrite, Read and SkipRead per directory,
+                      CRC32C-verified (hostperf io --help for the options)
+  memory [-s N] [-n N] [-t N] [--json]
+                      STREAM: copy, scale, add and triad bandwidth, one thread
+                      per physical core (hostperf memory --help)
+  check [-d DIR]... [-h HOST]... [-r dsNnM] [-D] [-v] [-S SIZE] [-B SIZE] [--duration TIME]
+                      gpcheckperf: disk (d) and stream (s) tests and the
+                      RESULT block; network tests (N, n, M) need two hosts
+  net [vnetperf options] [TEST...]
+                      vnetperf: latency, clock skew, TCP/UDP throughput and
+                      connection limit against peers (hostperf net --help)
 
 Global flags:
   --config.file=PATH  config for shared settings (default: /etc/hostperf/hostperf.toml
@@ -39,7 +60,9 @@ int Usage(const std::string& message) {
 }
 
 // Runs a probe's full mode: the same code path as the daemon's run API.
-hostperf::probes::ProbeOutcome RunFull(std::string_view name, std::shared_ptr<const hostperf::config::Config> config) {
+hostperf::probes::ProbeOutcome RunFull(std::string_view name, std::shared_ptr<const hostperf::config::Config> config,
+                                       nlohmann::json options = nullptr,
+                                       std::function<void(const nlohmann::json&)> on_report = {}) {
   using namespace hostperf;
   prometheus::Registry registry;  // the CLI exports nothing; probes still register their families
   probes::ProbeDeps deps;
@@ -52,6 +75,8 @@ hostperf::probes::ProbeOutcome RunFull(std::string_view name, std::shared_ptr<co
     context.mode = probes::RunMode::kFull;
     context.cancel = &g_cancel;
     context.config = std::move(config);
+    context.options = std::move(options);
+    context.on_report = std::move(on_report);
     return probe->Run(context);
   }
   return probes::ProbeOutcome::Failure("unknown_probe", std::string(name));
@@ -83,6 +108,126 @@ int CpuCommand(const std::vector<std::string>& args, std::shared_ptr<const hostp
     return 1;
   }
   return 0;
+}
+
+// vioperf: banner, direct I/O line per directory, table rows as they come,
+// JSON log at the end; non-zero exit with the reason when a directory fails.
+int IoCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
+  namespace disk = hostperf::probes::disk;
+  auto parsed = disk::ParseIoCommand(args);
+  if (!parsed) return Usage("io: " + parsed.error());
+  const disk::IoCommand& command = parsed.value();
+  if (command.help) {
+    std::fputs(disk::kIoUsage, stdout);
+    return 0;
+  }
+  nlohmann::json options = command.options;
+  // vioperf tests the current directory when none is given.
+  if (!options.contains("directories")) options["directories"] = {std::filesystem::current_path().string()};
+  const std::string log_file = command.log_file.empty() ? disk::DefaultLogFileName() : command.log_file;
+  std::fputs(disk::FormatVioperfBanner(hostperf::probes::ReadCpuTopology({}).physical_cores).c_str(), stdout);
+  bool header_printed = false;
+  const auto outcome = RunFull("disk", std::move(config), std::move(options), [&](const nlohmann::json& entry) {
+    const std::string kind = entry.value("kind", "");
+    if (kind == "directory") std::fputs(disk::FormatDirectoryLine(entry).c_str(), stdout);
+    if (kind == "row") {
+      if (!header_printed) std::fputs(("\n" + disk::FormatTableHeader()).c_str(), stdout);
+      header_printed = true;
+      std::fputs(disk::FormatTableRow(entry).c_str(), stdout);
+    }
+    std::fflush(stdout);
+  });
+  const bool ok = outcome.status == hostperf::probes::ProbeOutcome::Status::kSuccess;
+  if (const auto written = disk::WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message,
+                                              command.condense_log);
+      !written) {
+    std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
+    if (ok) return 1;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "hostperf io: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// STREAM's report (or the JSON result); non-zero exit with the reason when
+// the run failed, e.g. validation_failed.
+int MemoryCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
+  namespace memory = hostperf::probes::memory;
+  auto parsed = memory::ParseMemoryCommand(args);
+  if (!parsed) return Usage("memory: " + parsed.error());
+  if (parsed->help) {
+    std::fputs(memory::kMemoryUsage, stdout);
+    return 0;
+  }
+  const auto outcome = RunFull("memory", std::move(config), parsed->options);
+  if (parsed->json) {
+    std::printf("%s\n", outcome.result.dump(2).c_str());
+  } else if (!outcome.result.empty()) {
+    std::fputs(memory::FormatStreamReport(outcome.result).c_str(), stdout);
+  }
+  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
+    std::fprintf(stderr, "hostperf memory: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// vnetperf: banners and tables, then the JSON results file and where it is;
+// non-zero exit with the reason when hosts are unreachable or a test failed.
+int NetCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
+  namespace net = hostperf::probes::net;
+  auto parsed = net::ParseNetCommand(args);
+  if (!parsed) return Usage("net: " + parsed.error());
+  const net::NetCommand& command = parsed.value();
+  if (command.help) {
+    std::fputs(net::kNetUsage, stdout);
+    return 0;
+  }
+  if (command.list_tests) {
+    for (const auto& test : net::FullRunTests()) std::printf("%s\n", test.c_str());
+    return 0;
+  }
+  spdlog::set_level(spdlog::level::from_str(command.log_level));
+  const auto outcome = RunFull("net", std::move(config), command.options);
+  std::fputs(net::FormatVnetperfReport(outcome.result).c_str(), stdout);
+  const std::string file = command.output_file.empty() ? net::DefaultResultsFileName() : command.output_file;
+  nlohmann::json results = outcome.result;
+  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
+    results["error"] = {{"reason", outcome.reason}, {"message", outcome.message}};
+  }
+  if (const auto written = net::WriteResultsFile(file, results, command.condense); !written) {
+    std::fprintf(stderr, "hostperf net: %s\n", written.error().c_str());
+    return 1;
+  }
+  std::printf("JSON results available at: %s\n", file.c_str());
+  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
+    std::fprintf(stderr, "hostperf net: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// gpcheckperf: runs the selected tests and prints the RESULT block; exit 1
+// when a test failed or could not run.
+int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
+  namespace check = hostperf::probes::check;
+  auto parsed = check::ParseCheckArgs(args);
+  if (!parsed) return Usage("check: " + parsed.error());
+  if (parsed->help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  char name[256] = {};
+  const std::string local = ::gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
+  const auto run = check::RunCheck(
+      *parsed, [&](std::string_view probe, const nlohmann::json& options) { return RunFull(probe, config, options); },
+      local);
+  for (const auto& note : run.notes) std::printf("%s\n", note.c_str());
+  if (run.ran) std::fputs(check::FormatCheckResult(run.check, {parsed->per_host, parsed->verbose}).c_str(), stdout);
+  for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());
+  return run.errors.empty() ? 0 : 1;
 }
 
 }  // namespace
@@ -130,9 +275,9 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
 
   if (command == "cpu") return CpuCommand(rest, config);
-  if (command == "io" || command == "net" || command == "memory" || command == "check") {
-    std::fprintf(stderr, "hostperf: \"%s\" is not available in this version yet\n", command.c_str());
-    return 2;
-  }
+  if (command == "io") return IoCommand(rest, config);
+  if (command == "memory") return MemoryCommand(rest, config);
+  if (command == "check") return CheckCommand(rest, config);
+  if (command == "net") return NetCommand(rest, config);
   return Usage("unknown command \"" + command + "\"");
 }

@@ -50,6 +50,12 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   ExpectSameSchedule(a.probes.disk.schedule, b.probes.disk.schedule, "disk");
   EXPECT_EQ(a.probes.disk.directories, b.probes.disk.directories);
   EXPECT_EQ(a.probes.disk.bytes_per_run, b.probes.disk.bytes_per_run);
+  EXPECT_EQ(a.probes.disk.threads, b.probes.disk.threads);
+  EXPECT_EQ(a.probes.disk.files_per_thread, b.probes.disk.files_per_thread);
+  EXPECT_EQ(a.probes.disk.max_buffer_size, b.probes.disk.max_buffer_size);
+  EXPECT_EQ(a.probes.disk.disable_direct_io, b.probes.disk.disable_direct_io);
+  EXPECT_EQ(a.probes.disk.disable_crc, b.probes.disk.disable_crc);
+  EXPECT_EQ(a.probes.disk.reserve, b.probes.disk.reserve);
 
   ExpectSameSchedule(a.probes.net.schedule, b.probes.net.schedule, "net");
   EXPECT_EQ(a.probes.net.bind_address, b.probes.net.bind_address);
@@ -58,6 +64,14 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.probes.net.peers, b.probes.net.peers);
   EXPECT_EQ(a.probes.net.peers_file, b.probes.net.peers_file);
   EXPECT_EQ(a.probes.net.max_peers_per_cycle, b.probes.net.max_peers_per_cycle);
+  EXPECT_EQ(a.probes.net.packets_per_cycle, b.probes.net.packets_per_cycle);
+  EXPECT_EQ(a.probes.net.packet_interval, b.probes.net.packet_interval);
+  EXPECT_EQ(a.probes.net.reply_timeout, b.probes.net.reply_timeout);
+  EXPECT_EQ(a.probes.net.throughput_duration, b.probes.net.throughput_duration);
+  EXPECT_EQ(a.probes.net.throughput_rate, b.probes.net.throughput_rate);
+  EXPECT_EQ(a.probes.net.udp_datagram_size, b.probes.net.udp_datagram_size);
+  EXPECT_EQ(a.probes.net.max_connections, b.probes.net.max_connections);
+  EXPECT_EQ(a.probes.net.rate_limit, b.probes.net.rate_limit);
 }
 
 // Writes a file that is removed when the object goes away.
@@ -94,6 +108,9 @@ TEST(DefaultsTest, MatchDesignDocument) {
   EXPECT_EQ(c.probes.memory.schedule.interval, 15min);
   EXPECT_EQ(c.probes.disk.schedule.interval, 15min);
   EXPECT_EQ(c.probes.disk.bytes_per_run, 64 * kMiB);
+  EXPECT_EQ(c.probes.disk.threads, 1u);
+  EXPECT_EQ(c.probes.disk.max_buffer_size, kMiB);
+  EXPECT_EQ(c.probes.disk.reserve, kGiB);
   EXPECT_EQ(c.probes.net.schedule.interval, 30s);
   EXPECT_EQ(c.probes.net.ports, std::vector<std::uint16_t>{14159});
   EXPECT_EQ(c.probes.net.max_peers_per_cycle, 8u);
@@ -151,6 +168,12 @@ interval = "30min"
 timeout = "10min"
 directories = ["/data/1", "/data/2"]
 bytes_per_run = "128 MB"
+threads = 4
+files_per_thread = 2
+max_buffer_size = "256kb"
+disable_direct_io = true
+disable_crc = true
+reserve = "10gb"
 
 [probes.net]
 enabled = false
@@ -195,6 +218,12 @@ max_peers_per_cycle = 32
   EXPECT_EQ(c.probes.disk.schedule.timeout, 10min);
   EXPECT_EQ(c.probes.disk.directories, (std::vector<std::string>{"/data/1", "/data/2"}));
   EXPECT_EQ(c.probes.disk.bytes_per_run, 128 * kMiB);
+  EXPECT_EQ(c.probes.disk.threads, 4u);
+  EXPECT_EQ(c.probes.disk.files_per_thread, 2u);
+  EXPECT_EQ(c.probes.disk.max_buffer_size, 256 * kKiB);
+  EXPECT_TRUE(c.probes.disk.disable_direct_io);
+  EXPECT_TRUE(c.probes.disk.disable_crc);
+  EXPECT_EQ(c.probes.disk.reserve, 10 * kGiB);
 
   EXPECT_FALSE(c.probes.net.schedule.enabled);
   EXPECT_EQ(c.probes.net.schedule.interval, 1min);
@@ -265,6 +294,12 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.disk.timeout",
       "probes.disk.directories",
       "probes.disk.bytes_per_run",
+      "probes.disk.threads",
+      "probes.disk.files_per_thread",
+      "probes.disk.max_buffer_size",
+      "probes.disk.disable_direct_io",
+      "probes.disk.disable_crc",
+      "probes.disk.reserve",
       "probes.net.enabled",
       "probes.net.interval",
       "probes.net.timeout",
@@ -274,6 +309,14 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.net.peers",
       "probes.net.peers_file",
       "probes.net.max_peers_per_cycle",
+      "probes.net.packets_per_cycle",
+      "probes.net.packet_interval",
+      "probes.net.reply_timeout",
+      "probes.net.throughput_duration",
+      "probes.net.throughput_rate",
+      "probes.net.udp_datagram_size",
+      "probes.net.max_connections",
+      "probes.net.rate_limit",
   };
   std::ifstream in(kExampleConfig);
   ASSERT_TRUE(in) << kExampleConfig;
@@ -351,6 +394,8 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
        R"(bad.toml:2:23: budget.disk_bytes_per_hour: invalid size "2 gallons": unknown unit "gallons" (use b, kb, mb, gb, tb))"},
       {"bool for size", "[probes.memory]\nmemory_budget = false\n",
        R"(bad.toml:2:17: probes.memory.memory_budget: expected a size string like "64mb", got boolean)"},
+      {"zero disk threads", "[probes.disk]\nthreads = 0\n",
+       "bad.toml:2:11: probes.disk.threads: 0 is out of range [1, 1024]"},
       {"zero size", "[probes.disk]\nbytes_per_run = 0\n",
        "bad.toml:2:17: probes.disk.bytes_per_run: 0b is out of range (must be at least 1b)"},
       {"jitter too large", "[scheduler]\njitter = 0.7\n",
@@ -379,6 +424,16 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
       {"empty ports", "[probes.net]\nports = []\n", "bad.toml:2:9: probes.net.ports: must list at least one port"},
       {"peer not a string", "[probes.net]\npeers = [\"db1\", 2]\n",
        "bad.toml:2:17: probes.net.peers[1]: expected a string, got integer"},
+      {"udp datagram too small", "[probes.net]\nudp_datagram_size = 16\n",
+       "bad.toml:2:21: probes.net.udp_datagram_size: 16 is out of range [64, 65000]"},
+      {"zero packets per cycle", "[probes.net]\npackets_per_cycle = 0\n",
+       "bad.toml:2:21: probes.net.packets_per_cycle: 0 is out of range [1, 100000]"},
+      {"zero packet interval", "[probes.net]\npacket_interval = \"0s\"\n",
+       "bad.toml:2:19: probes.net.packet_interval: 0s is out of range (must be greater than 0s)"},
+      {"zero throughput rate", "[probes.net]\nthroughput_rate = \"0b\"\n",
+       "bad.toml:2:19: probes.net.throughput_rate: 0b is out of range (must be at least 1b)"},
+      {"zero max connections", "[probes.net]\nmax_connections = 0\n",
+       "bad.toml:2:19: probes.net.max_connections: 0 is out of range [1, 100000]"},
       {"empty directory", "[probes.disk]\ndirectories = [\"\"]\n",
        "bad.toml:2:16: probes.disk.directories[0]: must not be empty"},
       {"directories not an array", "[probes.disk]\ndirectories = \"/data\"\n",

@@ -130,7 +130,49 @@ TEST(ReadCpuTopologyTest, LastResortIsHardwareConcurrency) {
 
 TEST(ReadLastLevelCacheBytesTest, HighestUnifiedOrDataLevel) {
   EXPECT_EQ(ReadLastLevelCacheBytes(Roots("sysfs-2socket-ht", "proc-2socket-ht")), 30720u * 1024);
-  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("sysfs-single", "proc-2socket-ht")), 0u);
+  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("sysfs-single", "proc-arm")), 0u);
+}
+
+TEST(ReadLastLevelCacheBytesTest, FallsBackToCpuinfoCacheSize) {
+  // No sysfs cache directories (as on some virtual machines): Intel's cpuinfo
+  // "cache size" is the last level.
+  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("sysfs-single", "proc-2socket-ht")), 20480u * 1024);
+  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("does-not-exist", "proc-2socket-ht")), 20480u * 1024);
+  // sysfs wins when it has the caches.
+  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("sysfs-2socket-ht", "proc-amd")), 30720u * 1024);
+}
+
+TEST(ReadLastLevelCacheBytesTest, AmdCpuinfoCacheSizeIsNotTheLastLevel) {
+  // AMD reports its per-core L2 as "cache size": unknown rather than wrong.
+  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("sysfs-single", "proc-amd")), 0u);
+  EXPECT_EQ(ReadLastLevelCacheBytes(Roots("does-not-exist", "does-not-exist")), 0u);
+}
+
+TEST(OneCpuPerPhysicalCoreTest, LowestSiblingOfEachCoreFromSysfs) {
+  // cpu4-7 are the hyper-thread siblings of cpu0-3; offline cpu8 is left out.
+  EXPECT_THAT(OneCpuPerPhysicalCore(Roots("sysfs-2socket-ht", "does-not-exist")), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(OneCpuPerPhysicalCoreTest, FallsBackToCpuinfo) {
+  EXPECT_THAT(OneCpuPerPhysicalCore(Roots("does-not-exist", "proc-2socket-ht")), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(OneCpuPerPhysicalCore(Roots("does-not-exist", "proc-amd")), ElementsAre(0, 1));
+}
+
+TEST(OneCpuPerPhysicalCoreTest, WithoutCoreIdsEveryCpu) {
+  EXPECT_THAT(OneCpuPerPhysicalCore(Roots("sysfs-single", "does-not-exist")), ElementsAre(0));
+  EXPECT_THAT(OneCpuPerPhysicalCore(Roots("does-not-exist", "proc-arm")), ElementsAre(0, 1));
+}
+
+TEST(OneCpuPerPhysicalCoreTest, ThisHost) {
+  const std::vector<int> cpus = OneCpuPerPhysicalCore(SystemRoots{});
+  EXPECT_EQ(static_cast<int>(cpus.size()), ReadCpuTopology(SystemRoots{}).physical_cores);
+}
+
+TEST(ReadMemAvailableBytesTest, FromMeminfo) {
+  EXPECT_EQ(ReadMemAvailableBytes(Roots("sysfs-single", "proc-2socket-ht")), 61234567ULL * 1024);
+  EXPECT_FALSE(ReadMemAvailableBytes(Roots("sysfs-single", "proc-bad-meminfo")).has_value());
+  EXPECT_FALSE(ReadMemAvailableBytes(Roots("sysfs-single", "does-not-exist")).has_value());
+  EXPECT_TRUE(ReadMemAvailableBytes(SystemRoots{}).has_value());
 }
 
 TEST(ReadHostFactsTest, FullFixture) {

@@ -106,17 +106,32 @@ std::optional<std::string> Field(const CpuinfoBlock& block, std::string_view key
   return it->second;
 }
 
-std::optional<CpuTopology> TopologyFromSysfs(const SystemRoots& roots, const std::vector<int>& cpus) {
-  std::set<std::pair<long, long>> cores;
-  std::set<long> packages;
+// A physical core's identity: (package, core) ids.
+using CoreKey = std::pair<long, long>;
+
+// Each CPU's core from sysfs topology, in the order of `cpus`; nullopt when
+// any CPU lacks it.
+std::optional<std::vector<CoreKey>> SysfsCoreKeys(const SystemRoots& roots, const std::vector<int>& cpus) {
+  std::vector<CoreKey> keys;
   for (const int cpu : cpus) {
     const fs::path topology = CpuDir(roots, cpu) / "topology";
     // physical_package_id is -1 on some virtual machines: still an identity.
     const auto package = ReadNumber<long>(topology / "physical_package_id");
     const auto core = ReadNumber<long>(topology / "core_id");
     if (!package || !core) return std::nullopt;
-    cores.emplace(*package, *core);
-    packages.insert(*package);
+    keys.emplace_back(*package, *core);
+  }
+  return keys;
+}
+
+std::optional<CpuTopology> TopologyFromSysfs(const SystemRoots& roots, const std::vector<int>& cpus) {
+  const auto keys = SysfsCoreKeys(roots, cpus);
+  if (!keys) return std::nullopt;
+  std::set<CoreKey> cores;
+  std::set<long> packages;
+  for (const CoreKey& key : *keys) {
+    cores.insert(key);
+    packages.insert(key.first);
   }
   if (cores.empty()) return std::nullopt;
   return CpuTopology{static_cast<int>(cpus.size()), static_cast<int>(cores.size()), static_cast<int>(packages.size())};
@@ -254,7 +269,9 @@ Result<std::uint64_t> ParseCacheSize(std::string_view text) {
   return value * it->second;
 }
 
-std::uint64_t ReadLastLevelCacheBytes(const SystemRoots& roots) {
+namespace {
+
+std::uint64_t LastLevelCacheFromSysfs(const SystemRoots& roots) {
   int best_level = 0;
   std::uint64_t best_bytes = 0;
   std::error_code ec;
@@ -272,6 +289,95 @@ std::uint64_t ReadLastLevelCacheBytes(const SystemRoots& roots) {
     }
   }
   return best_bytes;
+}
+
+// "cache size : 20480 KB" of the first CPU that has one, on vendors where it
+// is the last level.
+std::uint64_t LastLevelCacheFromCpuinfo(const SystemRoots& roots) {
+  const auto text = ReadFile(roots.proc / "cpuinfo");
+  if (!text) return 0;
+  for (const CpuinfoBlock& block : ParseCpuinfo(*text)) {
+    const auto vendor = Field(block, "vendor_id");
+    if (vendor && (*vendor == "AuthenticAMD" || *vendor == "HygonGenuine")) return 0;  // per-core L2
+    if (const auto size = Field(block, "cache size")) {
+      const auto bytes = ParseCacheSize(*size);
+      return bytes.ok() ? *bytes : 0;
+    }
+  }
+  return 0;
+}
+
+// (processor, core) of each /proc/cpuinfo block that has both ids.
+std::vector<std::pair<int, CoreKey>> CpuinfoCoreKeys(const SystemRoots& roots) {
+  std::vector<std::pair<int, CoreKey>> keys;
+  const auto text = ReadFile(roots.proc / "cpuinfo");
+  if (!text) return keys;
+  for (const CpuinfoBlock& block : ParseCpuinfo(*text)) {
+    const auto processor = Field(block, "processor");
+    const auto package = Field(block, "physical id");
+    const auto core = Field(block, "core id");
+    if (!processor || !package || !core) continue;
+    const auto cpu = ParseNumber<int>(*processor);
+    const auto package_id = ParseNumber<long>(*package);
+    const auto core_id = ParseNumber<long>(*core);
+    if (cpu && package_id && core_id) keys.push_back({*cpu, {*package_id, *core_id}});
+  }
+  return keys;
+}
+
+// The lowest CPU of each core, ascending.
+std::vector<int> FirstCpuOfEachCore(std::vector<std::pair<int, CoreKey>> cpu_cores) {
+  std::sort(cpu_cores.begin(), cpu_cores.end());
+  std::set<CoreKey> seen;
+  std::vector<int> cpus;
+  for (const auto& [cpu, core] : cpu_cores) {
+    if (seen.insert(core).second) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+}  // namespace
+
+std::uint64_t ReadLastLevelCacheBytes(const SystemRoots& roots) {
+  if (const std::uint64_t bytes = LastLevelCacheFromSysfs(roots); bytes > 0) return bytes;
+  return LastLevelCacheFromCpuinfo(roots);
+}
+
+std::vector<int> OneCpuPerPhysicalCore(const SystemRoots& roots) {
+  const std::vector<int> online = OnlineCpus(roots);
+  if (const auto keys = SysfsCoreKeys(roots, online); keys && !online.empty()) {
+    std::vector<std::pair<int, CoreKey>> cpu_cores;
+    for (std::size_t i = 0; i < online.size(); ++i) cpu_cores.push_back({online[i], (*keys)[i]});
+    return FirstCpuOfEachCore(std::move(cpu_cores));
+  }
+  auto cpu_cores = CpuinfoCoreKeys(roots);
+  if (!online.empty()) {
+    // Only CPUs that are online count when sysfs says which those are.
+    std::erase_if(cpu_cores,
+                  [&](const auto& entry) { return !std::binary_search(online.begin(), online.end(), entry.first); });
+  }
+  if (!cpu_cores.empty()) return FirstCpuOfEachCore(std::move(cpu_cores));
+  if (!online.empty()) return online;
+  std::vector<int> cpus(static_cast<std::size_t>(ReadCpuTopology(roots).logical_cpus));
+  for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = static_cast<int>(i);
+  return cpus;
+}
+
+std::optional<std::uint64_t> ReadMemAvailableBytes(const SystemRoots& roots) {
+  const auto text = ReadFile(roots.proc / "meminfo");
+  if (!text) return std::nullopt;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("MemAvailable:")) continue;
+    std::istringstream fields(line.substr(13));
+    std::string number;
+    std::string unit;
+    fields >> number >> unit;
+    const auto kib = ParseNumber<std::uint64_t>(number);
+    if (!kib || unit != "kB" || *kib > std::numeric_limits<std::uint64_t>::max() / 1024) return std::nullopt;
+    return *kib * 1024;
+  }
+  return std::nullopt;
 }
 
 Result<CpuTimes> ParseProcStat(std::string_view proc_stat_text) {

@@ -71,6 +71,12 @@ struct DiskProbeConfig {
   ProbeSchedule schedule{true, 15min, 5min};
   std::vector<std::string> directories;  // empty: <state_directory>/disk
   std::uint64_t bytes_per_run = 64 * kMiB;
+  std::uint32_t threads = 1;                  // scheduled runs (full runs: all online CPUs)
+  std::uint32_t files_per_thread = 1;
+  std::uint64_t max_buffer_size = 1 * kMiB;   // bytes per read/write
+  bool disable_direct_io = false;
+  bool disable_crc = false;
+  std::uint64_t reserve = 1 * kGiB;           // free space left untouched beyond the files
 };
 
 struct NetProbeConfig {
@@ -81,6 +87,19 @@ struct NetProbeConfig {
   std::vector<std::string> peers;
   std::string peers_file;
   std::uint32_t max_peers_per_cycle = 8;
+  // Latency: UDP pings per peer per run, sent open-loop every packet_interval.
+  std::uint32_t packets_per_cycle = 20;
+  Duration packet_interval = 10ms;
+  Duration reply_timeout = 500ms;  // wait for replies after the last ping
+  // Scheduled throughput burst: one peer per run, TCP and UDP alternating,
+  // within budget.net_bytes_per_hour.
+  Duration throughput_duration = 250ms;
+  std::uint64_t throughput_rate = 32 * kMiB;  // bytes per second
+  std::uint32_t udp_datagram_size = 8192;  // bytes, 64 to 65000
+  // Responder: TCP connections at once (also the connection test's maximum)
+  // and UDP requests per second per source address.
+  std::uint32_t max_connections = 64;
+  std::uint32_t rate_limit = 1000;
 };
 
 struct ProbesConfig {

@@ -25,8 +25,20 @@ struct CpuTopology {
 CpuTopology ReadCpuTopology(const SystemRoots& roots);
 
 // Largest (highest-level) unified or data cache of cpu0 from
-// <sys>/devices/system/cpu/cpu0/cache/index*/{level,type,size}; 0 if unknown.
+// <sys>/devices/system/cpu/cpu0/cache/index*/{level,type,size}. Without sysfs
+// cache directories (some virtual machines), the "cache size" of <proc>/cpuinfo
+// on Intel-compatible CPUs, where it is the last level; AMD and Hygon report
+// their per-core L2 there, which is not the LLC, so those stay unknown. 0 if
+// unknown.
 std::uint64_t ReadLastLevelCacheBytes(const SystemRoots& roots);
+
+// One online logical CPU per physical core (the lowest-numbered sibling), in
+// ascending order: where to pin one thread per core. From sysfs topology, else
+// /proc/cpuinfo; when neither names cores, every online CPU.
+std::vector<int> OneCpuPerPhysicalCore(const SystemRoots& roots);
+
+// MemAvailable of <proc>/meminfo in bytes; nullopt when absent or malformed.
+std::optional<std::uint64_t> ReadMemAvailableBytes(const SystemRoots& roots);
 
 // "32K", "1024K", "30M" (sysfs cache size format) -> bytes.
 Result<std::uint64_t> ParseCacheSize(std::string_view text);

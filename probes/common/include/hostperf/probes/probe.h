@@ -42,6 +42,9 @@ struct RunContext {
   // by the probe's own parser. Null for scheduled runs.
   nlohmann::json options;
   std::function<void(const Progress&)> on_progress;
+  // Probe-specific report entries as they are produced (e.g. one vioperf
+  // table row, as JSON with a "kind"); may be empty.
+  std::function<void(const nlohmann::json&)> on_report;
 
   bool Cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
   bool ShouldStop() const { return Cancelled() || std::chrono::steady_clock::now() >= deadline; }
@@ -76,6 +79,10 @@ class Probe {
   virtual config::ProbeSchedule Schedule(const config::Config& config) const = 0;
   // Measures once. Must not throw; updates the probe's own metrics.
   virtual ProbeOutcome Run(const RunContext& context) = 0;
+  // Long-running services the daemon hosts for this probe (the net probe's
+  // peer responder), started once after creation; stopped by the destructor.
+  // The CLI never calls it. Must not throw; failures are logged.
+  virtual void StartServices(const config::Config& /*config*/) {}
 };
 
 using ProbeFactory = std::unique_ptr<Probe> (*)(const ProbeDeps& deps);

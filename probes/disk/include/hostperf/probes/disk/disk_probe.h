@@ -1,0 +1,39 @@
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "hostperf/config/result.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::probes::disk {
+
+// vioperf as a probe: per directory, sequential Write, ReWrite, Read and
+// SkipRead over the probe's own scratch files, every block CRC32C-verified.
+// Scheduled runs: one pass of each test over bytes_per_run / 2 of files
+// (Write and ReWrite together write bytes_per_run), idle I/O priority, an
+// hourly byte budget and a free-space guard. Full runs: vioperf's duration,
+// log interval and options (RunContext::options, see options.h); each table
+// row is reported through on_progress as Progress::detail {"kind": "row"}.
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps);
+
+// vioperf's report pieces, from the probe's JSON.
+std::string FormatVioperfBanner(int physical_cores);
+std::string FormatDirectoryLine(const nlohmann::json& directory);  // "Using direct io (...) for directory ..."
+std::string FormatTableHeader();
+std::string FormatTableRow(const nlohmann::json& row);
+// Banner, directory lines, header and every row of a finished run.
+std::string FormatVioperfReport(const nlohmann::json& result);
+
+// "results<YYYYMMDD-HHMMSS>.json" (vioperf's default log name).
+std::string DefaultLogFileName();
+// The JSON log: one indented document, or (condensed) one JSON object per
+// line: a "run" line, one line per row, a "summary" line. `reason` and
+// `message` are empty on success.
+std::string FormatJsonLog(const nlohmann::json& result, const std::string& reason, const std::string& message,
+                          bool condensed);
+Result<bool> WriteJsonLog(const std::string& path, const nlohmann::json& result, const std::string& reason,
+                          const std::string& message, bool condensed);
+
+}  // namespace hostperf::probes::disk

@@ -1,0 +1,55 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hostperf/config/result.h"
+
+namespace hostperf::probes::disk {
+
+// vioperf's defaults.
+inline constexpr std::chrono::seconds kDefaultDuration{300};
+inline constexpr std::chrono::seconds kDefaultLogInterval{10};
+// vioperf needs about 4.5 GB; so does a full run unless told less.
+inline constexpr std::uint64_t kDefaultFullDataSize = 4608ULL << 20;
+
+// Options of a full run (the run API's "disk" options and `hostperf io`),
+// as JSON keys: duration, log_interval (vioperf intervals), thread_count,
+// max_buffer_size, data_size (vioperf sizes or integers), files_per_thread,
+// preserve_files, disable_crc, disable_direct_io, debug (booleans),
+// directories (strings). Absent keys take the defaults below / the config.
+struct FullRunOptions {
+  std::chrono::nanoseconds duration = kDefaultDuration;
+  std::chrono::nanoseconds log_interval = kDefaultLogInterval;
+  std::uint32_t thread_count = 0;  // 0: all online CPUs
+  std::optional<std::uint64_t> max_buffer_size;
+  std::optional<std::uint32_t> files_per_thread;
+  std::uint64_t data_size = kDefaultFullDataSize;  // bytes of files per directory
+  bool preserve_files = false;
+  std::optional<bool> disable_crc;
+  std::optional<bool> disable_direct_io;
+  bool debug = false;
+  std::vector<std::string> directories;  // empty: the configured ones
+};
+
+// Validates a JSON options object (unknown keys, wrong types and bad values
+// are errors naming the key).
+Result<FullRunOptions> ParseFullRunOptions(const nlohmann::json& options);
+
+// `hostperf io [vioperf options] [DIR...]`: the probe options plus what only
+// the CLI handles.
+struct IoCommand {
+  bool help = false;
+  nlohmann::json options = nlohmann::json::object();  // for RunContext::options
+  std::string log_file;                               // empty: results<date-time>.json
+  bool condense_log = false;
+};
+Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args);
+
+extern const char* const kIoUsage;
+
+}  // namespace hostperf::probes::disk

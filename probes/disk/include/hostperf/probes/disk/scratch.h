@@ -1,0 +1,105 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "hostperf/probes/system_roots.h"
+
+namespace hostperf::probes::disk {
+
+// Scratch files are named "hostperf-disk-<pid>-<run>-<n>.dat"; files kept
+// with --preserve-files are renamed "hostperf-preserved-<...>.dat" so that
+// the start-up cleanup leaves them alone.
+inline constexpr std::string_view kScratchPrefix = "hostperf-disk-";
+inline constexpr std::string_view kPreservedPrefix = "hostperf-preserved-";
+
+// A failure with the snake_case reason hostperf_probe_failures_total counts.
+struct DiskError {
+  std::string reason;   // no_space, io_error, permission_denied, direct_io_unsupported, bad_directory, ...
+  std::string message;  // for operators
+};
+// errno of a failed system call -> reason label.
+std::string ReasonForErrno(int error);
+DiskError ErrnoError(int error, const std::string& what);
+
+// A value or a DiskError.
+template <typename T>
+struct DiskResult {
+  DiskResult(T v) : value(std::move(v)) {}          // NOLINT: implicit by design
+  DiskResult(DiskError e) : error(std::move(e)) {}  // NOLINT: implicit by design
+  bool ok() const { return value.has_value(); }
+  std::optional<T> value;
+  DiskError error;
+};
+
+// An open directory under test: an O_DIRECTORY descriptor (files are
+// created relative to it, so a path swapped behind our back does not
+// redirect writes), its free space and the direct I/O alignment.
+class TestDirectory {
+ public:
+  // Validates `path`: absolute or relative, must exist, be a directory and be
+  // writable. `roots` locates /sys for the block device fallback.
+  static DiskResult<std::unique_ptr<TestDirectory>> Open(const std::filesystem::path& path, const SystemRoots& roots);
+  ~TestDirectory();
+  TestDirectory(const TestDirectory&) = delete;
+  TestDirectory& operator=(const TestDirectory&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  std::uint64_t FreeBytes() const;
+  // statx STATX_DIOALIGN offset alignment, else the block device's logical
+  // block size, else 512.
+  std::size_t alignment() const { return alignment_; }
+  std::string_view alignment_source() const { return alignment_source_; }
+
+  // Removes scratch files left by a process that no longer runs (a crash):
+  // name prefix, a regular file of ours, and either empty or starting with
+  // the block magic. Never touches anything else. Returns the count removed.
+  int RemoveLeftovers() const;
+
+ private:
+  TestDirectory(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  int fd_;
+  std::string path_;
+  std::size_t alignment_ = 512;
+  std::string alignment_source_ = "default";
+};
+
+// A file the probe created (O_CREAT | O_EXCL | O_NOFOLLOW) and removes on
+// destruction unless Preserve() was called.
+class ScratchFile {
+ public:
+  static DiskResult<std::unique_ptr<ScratchFile>> Create(const TestDirectory& dir, const std::string& name,
+                                                         bool direct_io);
+  ~ScratchFile();
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& name() const { return name_; }
+  // Keeps the file, renamed with kPreservedPrefix. Returns the new name.
+  std::string Preserve();
+
+ private:
+  ScratchFile(int dir_fd, int fd, std::string name) : dir_fd_(dir_fd), fd_(fd), name_(std::move(name)) {}
+  int dir_fd_;
+  int fd_;
+  std::string name_;
+  bool keep_ = false;
+};
+
+// "hostperf-disk-<pid>-<run>-<index>.dat"
+std::string ScratchName(std::uint64_t run_id, std::size_t index);
+
+// Aligned heap buffer for O_DIRECT.
+struct FreeDeleter {
+  void operator()(std::byte* p) const;
+};
+using AlignedBuffer = std::unique_ptr<std::byte[], FreeDeleter>;
+AlignedBuffer AllocateAligned(std::size_t alignment, std::size_t size);
+
+}  // namespace hostperf::probes::disk

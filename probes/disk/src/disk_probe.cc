@@ -1,0 +1,523 @@
+#include "hostperf/probes/disk/disk_probe.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "hostperf/config/units.h"
+#include "hostperf/probes/disk/block.h"
+#include "hostperf/probes/disk/options.h"
+#include "hostperf/probes/disk/scratch.h"
+#include "hostperf/probes/disk/workload.h"
+#include "hostperf/probes/host_facts.h"
+#include "tagged.h"
+
+namespace hostperf::probes::disk {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using Seconds = std::chrono::duration<double>;
+
+constexpr double kMB = 1024.0 * 1024.0;  // vioperf's MB: buffer sizes are powers of 1024
+constexpr auto kInstantWindow = std::chrono::seconds(1);
+constexpr auto kBudgetWindow = std::chrono::hours(1);
+constexpr auto kMinFinalRowGap = std::chrono::milliseconds(100);
+
+// Everything a run uses, resolved from the config and the full-run options.
+struct Plan {
+  bool full = false;
+  std::vector<std::string> directories;
+  std::size_t threads = 1;
+  std::size_t files_per_thread = 1;
+  std::uint64_t max_buffer_size = 0;
+  std::uint64_t data_size = 0;  // per directory
+  std::uint64_t reserve = 0;
+  bool direct_io = true;
+  bool crc = true;
+  bool preserve_files = false;
+  Clock::duration duration{0};
+  Clock::duration log_interval{0};
+};
+
+struct CounterSnapshot {
+  Clock::time_point at;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t ops = 0;
+};
+
+CounterSnapshot Snapshot(const TestCounters& counters, Clock::time_point at) {
+  return {at, counters.bytes_read.load(), counters.bytes_written.load(), counters.ops.load()};
+}
+
+// The figures of one test between two snapshots: MB/s (Write, Read),
+// read+write MB/s (ReWrite) or seeks/s (SkipRead).
+std::vector<double> Rates(DiskTest test, const CounterSnapshot& from, const CounterSnapshot& to) {
+  const double seconds = Seconds(to.at - from.at).count();
+  if (seconds <= 0) return test == DiskTest::kReWrite ? std::vector<double>{0, 0} : std::vector<double>{0};
+  const auto rate = [&](std::uint64_t a, std::uint64_t b, double unit) {
+    return static_cast<double>(b - a) / unit / seconds;
+  };
+  switch (test) {
+    case DiskTest::kWrite:
+      return {rate(from.bytes_written, to.bytes_written, kMB)};
+    case DiskTest::kReWrite:
+      return {rate(from.bytes_read, to.bytes_read, kMB), rate(from.bytes_written, to.bytes_written, kMB)};
+    case DiskTest::kRead:
+      return {rate(from.bytes_read, to.bytes_read, kMB)};
+    case DiskTest::kSkipRead:
+      return {rate(from.ops, to.ops, 1)};
+  }
+  return {0};
+}
+
+std::string_view CounterName(DiskTest test) {
+  switch (test) {
+    case DiskTest::kReWrite:
+      return "(MB-read+MB-write)/s";
+    case DiskTest::kSkipRead:
+      return "seeks/s";
+    default:
+      return "MB/s";
+  }
+}
+
+json PerCore(const std::vector<double>& values, int cores) {
+  json out = json::array();
+  for (const double v : values) out.push_back(v / std::max(cores, 1));
+  return out;
+}
+
+std::chrono::nanoseconds ToNanoseconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Seconds(seconds));
+}
+
+// Builds vioperf's table rows for one test while it runs.
+class RowSampler {
+ public:
+  RowSampler(DiskTest test, std::string directory, std::size_t threads, int cores, const SystemRoots& roots,
+             const TestCounters& counters, Clock::time_point slice_end)
+      : test_(test),
+        directory_(std::move(directory)),
+        threads_(threads),
+        cores_(cores),
+        roots_(roots),
+        counters_(counters),
+        slice_end_(slice_end),
+        start_(Snapshot(counters, Clock::now())),
+        last_row_(start_),
+        last_cpu_(ReadCpuTimes(roots)) {
+    recent_.push_back(start_);
+  }
+
+  // Called every ~100 ms; records a snapshot for the instant rate.
+  void Sample() {
+    const auto now = Snapshot(counters_, Clock::now());
+    recent_.push_back(now);
+    while (recent_.size() > 2 && now.at - recent_[1].at >= kInstantWindow) recent_.pop_front();
+  }
+
+  json Row() {
+    const auto now = Snapshot(counters_, Clock::now());
+    // "Counter value": the rate over about the last second.
+    const CounterSnapshot& window = recent_.empty() ? last_row_ : recent_.front();
+    const auto instant = Rates(test_, window, now);
+    const auto average = Rates(test_, last_row_, now);
+    double cpu = 0;
+    double iowait = 0;
+    const auto times = ReadCpuTimes(roots_);
+    if (times && last_cpu_) {
+      const double total = times->Total() - last_cpu_->Total();
+      if (total > 0) {
+        const double idle = times->idle - last_cpu_->idle;
+        const double wait = times->iowait - last_cpu_->iowait;
+        cpu = 100.0 * std::max(0.0, total - idle - wait) / total;
+        iowait = 100.0 * std::max(0.0, wait) / total;
+      }
+    }
+    json row = {
+        {"test", TestName(test_)},
+        {"directory", directory_},
+        {"counter_name", CounterName(test_)},
+        {"value", instant},
+        {"average", average},
+        {"value_per_core", PerCore(instant, cores_)},
+        {"average_per_core", PerCore(average, cores_)},
+        {"thread_count", threads_},
+        {"cpu_percent", cpu},
+        {"iowait_percent", iowait},
+        {"elapsed_seconds", Seconds(now.at - start_.at).count()},
+        {"remaining_seconds", std::max(0.0, Seconds(slice_end_ - now.at).count())},
+    };
+    last_row_ = now;
+    if (times) last_cpu_ = times;
+    recent_.clear();
+    recent_.push_back(now);
+    return row;
+  }
+
+  Clock::duration SinceLastRow() const { return Clock::now() - last_row_.at; }
+
+  // Totals of the whole test (for the summary and the metrics).
+  json Summary() const {
+    const auto now = Snapshot(counters_, Clock::now());
+    const double seconds = Seconds(now.at - start_.at).count();
+    const std::uint64_t read = now.bytes_read - start_.bytes_read;
+    const std::uint64_t written = now.bytes_written - start_.bytes_written;
+    const std::uint64_t ops = now.ops - start_.ops;
+    const auto per_second = [&](std::uint64_t n) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; };
+    json summary = {
+        {"test", TestName(test_)},
+        {"seconds", seconds},
+        {"bytes_read", read},
+        {"bytes_written", written},
+        {"ops", ops},
+        {"throughput_bytes_per_second", per_second(read + written)},
+        {"counter_name", CounterName(test_)},
+        {"value", Rates(test_, start_, now)},
+    };
+    if (test_ == DiskTest::kSkipRead) summary["seeks_per_second"] = per_second(ops);
+    return summary;
+  }
+
+ private:
+  DiskTest test_;
+  std::string directory_;
+  std::size_t threads_;
+  int cores_;
+  const SystemRoots& roots_;
+  const TestCounters& counters_;
+  Clock::time_point slice_end_;
+  CounterSnapshot start_;
+  CounterSnapshot last_row_;
+  Result<CpuTimes> last_cpu_;
+  std::deque<CounterSnapshot> recent_;
+};
+
+std::uint64_t NewRunId() {
+  static std::mt19937_64 generator{std::random_device{}()};
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  return generator() & 0xffffffffffffULL;
+}
+
+class DiskProbe final : public Probe {
+ public:
+  explicit DiskProbe(const ProbeDeps& deps)
+      : roots_(deps.roots),
+        state_directory_(deps.state_directory),
+        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
+        registry_(deps.registry ? *deps.registry : *own_registry_),
+        latency_(prometheus::BuildHistogram()
+                     .Name("hostperf_disk_op_latency_seconds")
+                     .Help("Latency of one block read or write of the disk probe, by operation.")
+                     .Register(registry_)),
+        read_bytes_(prometheus::BuildCounter()
+                        .Name("hostperf_disk_read_bytes_total")
+                        .Help("Bytes the disk probe read back and verified.")
+                        .Register(registry_)),
+        written_bytes_(prometheus::BuildCounter()
+                           .Name("hostperf_disk_written_bytes_total")
+                           .Help("Bytes the disk probe wrote.")
+                           .Register(registry_)),
+        verify_errors_(prometheus::BuildCounter()
+                           .Name("hostperf_disk_verify_errors_total")
+                           .Help("Blocks read back with a wrong CRC32C, file, offset or generation.")
+                           .Register(registry_)),
+        throughput_(prometheus::BuildGauge()
+                        .Name("hostperf_disk_throughput_bytes_per_second")
+                        .Help("Bytes per second (read plus written for ReWrite) of the last run of each test.")
+                        .Register(registry_)),
+        seeks_(prometheus::BuildGauge()
+                   .Name("hostperf_disk_seeks_per_second")
+                   .Help("Non-contiguous block reads per second of the last SkipRead test.")
+                   .Register(registry_)) {}
+
+  std::string_view Name() const override { return "disk"; }
+
+  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.disk.schedule; }
+
+  ProbeOutcome Run(const RunContext& ctx) override {
+    std::unique_lock lock(run_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return ProbeOutcome::Skipped("busy", "another disk run is in progress");
+    try {
+      return RunLocked(ctx);
+    } catch (const std::exception& e) {
+      return ProbeOutcome::Failure("internal_error", e.what());
+    } catch (...) {
+      return ProbeOutcome::Failure("internal_error", "unknown exception");
+    }
+  }
+
+ private:
+  Result<Plan> MakePlan(const RunContext& ctx) const {
+    const config::DiskProbeConfig config = ctx.config ? ctx.config->probes.disk : config::DiskProbeConfig{};
+    Plan plan;
+    plan.full = ctx.mode == RunMode::kFull;
+    FullRunOptions options;
+    if (plan.full) {
+      auto parsed = ParseFullRunOptions(ctx.options);
+      if (!parsed) return Result<Plan>::Error(parsed.error());
+      options = parsed.value();
+    }
+    plan.directories = !options.directories.empty() ? options.directories : config.directories;
+    if (plan.directories.empty()) plan.directories.push_back((state_directory_ / "disk").string());
+    if (plan.full) {
+      plan.threads = options.thread_count > 0
+                         ? options.thread_count
+                         : static_cast<std::size_t>(std::max(1, ReadCpuTopology(roots_).logical_cpus));
+    } else {
+      plan.threads = config.threads;
+    }
+    plan.files_per_thread = options.files_per_thread.value_or(config.files_per_thread);
+    plan.max_buffer_size = options.max_buffer_size.value_or(config.max_buffer_size);
+    plan.direct_io = !options.disable_direct_io.value_or(config.disable_direct_io);
+    plan.crc = !options.disable_crc.value_or(config.disable_crc);
+    plan.preserve_files = options.preserve_files;
+    // Scheduled: Write and ReWrite together write bytes_per_run.
+    plan.data_size = plan.full ? options.data_size : std::max<std::uint64_t>(config.bytes_per_run / 2, 1);
+    plan.reserve = config.reserve;
+    plan.duration = options.duration;
+    plan.log_interval = options.log_interval;
+    return plan;
+  }
+
+  ProbeOutcome RunLocked(const RunContext& ctx) {
+    auto plan_or = MakePlan(ctx);
+    if (!plan_or) return ProbeOutcome::Failure("bad_options", plan_or.error());
+    const Plan& plan = plan_or.value();
+    const auto topology = ReadCpuTopology(roots_);
+    const int cores = std::max(1, topology.physical_cores);
+    const auto start = Clock::now();
+    const auto end = plan.full ? std::min(ctx.deadline, start + plan.duration) : start;
+
+    json result = {
+        {"mode", ToString(ctx.mode)},
+        {"physical_cores", cores},
+        {"logical_cpus", topology.logical_cpus},
+        {"thread_count", plan.threads},
+        {"files_per_thread", plan.files_per_thread},
+        {"crc", plan.crc},
+        {"directories", json::array()},
+        {"rows", json::array()},
+    };
+    std::optional<DiskError> failure;
+    std::optional<DiskError> skip;
+    std::size_t ran = 0;
+    const std::size_t tests_total = kAllTests.size() * plan.directories.size();
+    std::size_t tests_done = 0;
+    for (const auto& path : plan.directories) {
+      json dir_json = {{"directory", path}};
+      const auto outcome = RunDirectory(ctx, plan, path, cores, end, tests_total, tests_done, dir_json, result);
+      if (outcome.error) {
+        dir_json["error"] = {{"reason", outcome.error->reason}, {"message", outcome.error->message}};
+        if (outcome.skipped) {
+          dir_json["skipped"] = true;
+          if (!skip) skip = outcome.error;
+        } else if (!failure) {
+          failure = outcome.error;
+        }
+      } else {
+        ++ran;
+      }
+      result["directories"].push_back(std::move(dir_json));
+      if (ctx.ShouldStop() && !failure) {
+        failure = DiskError{ctx.Cancelled() ? "cancelled" : "timeout",
+                            std::string("disk run ") + (ctx.Cancelled() ? "cancelled" : "timed out")};
+      }
+      if (failure && (failure->reason == "cancelled" || failure->reason == "timeout")) break;
+    }
+    result["seconds"] = Seconds(Clock::now() - start).count();
+    if (failure) return ProbeOutcome::Failure(failure->reason, failure->message, std::move(result));
+    if (ran == 0 && skip) return ProbeOutcome::Skipped(skip->reason, skip->message);
+    return ProbeOutcome::Success(std::move(result));
+  }
+
+  struct DirectoryOutcome {
+    std::optional<DiskError> error;
+    bool skipped = false;
+  };
+
+  DirectoryOutcome RunDirectory(const RunContext& ctx, const Plan& plan, const std::string& path, int cores,
+                                Clock::time_point end, std::size_t tests_total, std::size_t& tests_done, json& dir_json,
+                                json& result) {
+    const auto skipped = [](DiskError error) { return DirectoryOutcome{std::move(error), true}; };
+    const auto failed = [](DiskError error) { return DirectoryOutcome{std::move(error), false}; };
+    const bool default_dir = plan.directories.size() == 1 && path == (state_directory_ / "disk").string();
+    if (default_dir) {
+      std::error_code ec;
+      std::filesystem::create_directories(path, ec);
+    }
+    auto opened = TestDirectory::Open(path, roots_);
+    if (!opened.ok()) return failed(opened.error);
+    const TestDirectory& dir = **opened.value;
+    if (const int removed = dir.RemoveLeftovers(); removed > 0) {
+      spdlog::info("disk probe: removed {} leftover scratch file(s) in {}", removed, path);
+      dir_json["leftovers_removed"] = removed;
+    }
+
+    const std::size_t alignment = dir.alignment();
+    const std::size_t block = plan.max_buffer_size / alignment * alignment;
+    if (block < alignment || block < kBlockHeaderSize) {
+      return failed({"bad_options", fmt::format("max_buffer_size {} is smaller than the alignment {} of \"{}\"",
+                                                plan.max_buffer_size, alignment, path)});
+    }
+    const std::size_t files = plan.threads * plan.files_per_thread;
+    const std::uint64_t file_size = std::max<std::uint64_t>(plan.data_size / files / block, 1) * block;
+    const std::uint64_t total = file_size * files;
+    dir_json.update({{"direct_io", plan.direct_io},
+                     {"buffer_size", block},
+                     {"alignment", alignment},
+                     {"alignment_source", dir.alignment_source()},
+                     {"file_size", file_size},
+                     {"files", files},
+                     {"data_bytes", total}});
+    const std::uint64_t free = dir.FreeBytes();
+    if (free < total + plan.reserve) {
+      DiskError error{"no_space", fmt::format("\"{}\" has {} free; the test needs {} plus a reserve of {}", path,
+                                              config::FormatSize(free), config::FormatSize(total),
+                                              config::FormatSize(plan.reserve))};
+      return plan.full ? failed(error) : skipped(error);
+    }
+    if (!plan.full) {
+      if (auto over = ChargeBudget(ctx, 2 * total)) return skipped(*over);
+    }
+    if (ctx.on_report) ctx.on_report(Tagged("directory", dir_json));
+
+    WorkloadOptions options;
+    options.threads = plan.threads;
+    options.files_per_thread = plan.files_per_thread;
+    options.block_size = block;
+    options.file_size = file_size;
+    options.direct_io = plan.direct_io;
+    options.crc = plan.crc;
+    options.idle_io_priority = !plan.full;
+    options.run_id = NewRunId();
+    auto created = Workload::Create(dir, options);
+    if (!created.ok()) return failed(created.error);
+    Workload& workload = **created.value;
+
+    const prometheus::Labels dir_label = {{"directory", path}};
+    std::atomic<bool> stop{false};
+    std::optional<DiskError> error;
+    std::uint64_t verify_errors = 0;
+    json tests = json::array();
+    for (const DiskTest test : kAllTests) {
+      // The remaining time is shared by the remaining tests.
+      const auto now = Clock::now();
+      const std::size_t left = tests_total - tests_done;
+      const auto slice_end =
+          plan.full && end > now ? now + (end - now) / static_cast<long>(std::max<std::size_t>(left, 1)) : now;
+      ++tests_done;
+      TestCounters counters;
+      OpLatencies latencies;
+      RowSampler sampler(test, path, plan.threads, cores, roots_, counters, slice_end);
+      auto next_row = now + plan.log_interval;
+      const auto emit = [&](json row) {
+        if (ctx.on_progress) {
+          ctx.on_progress({std::string(TestName(test)), ToNanoseconds(row["elapsed_seconds"].get<double>()),
+                           ToNanoseconds(row["remaining_seconds"].get<double>())});
+        }
+        if (ctx.on_report) ctx.on_report(Tagged("row", row));
+        result["rows"].push_back(std::move(row));
+      };
+      error = workload.Run(test, slice_end, stop, counters, latencies, [&] {
+        if (ctx.ShouldStop()) stop.store(true);
+        sampler.Sample();
+        if (plan.full && Clock::now() >= next_row) {
+          emit(sampler.Row());
+          next_row += plan.log_interval;
+        }
+      });
+      // The last row, unless one was just printed (it would average nothing).
+      if (!plan.full || sampler.SinceLastRow() >= kMinFinalRowGap) emit(sampler.Row());
+      json summary = sampler.Summary();
+      tests.push_back(summary);
+      verify_errors += counters.verify_errors.load();
+      Publish(dir_label, test, summary, latencies, counters);
+      if (error || ctx.ShouldStop()) break;
+    }
+    dir_json["tests"] = std::move(tests);
+    dir_json["verify_errors"] = verify_errors;
+    if (plan.preserve_files && !error) dir_json["preserved_files"] = workload.Preserve();
+    if (error) return failed(*error);
+    if (verify_errors > 0) {
+      return failed({"verify_error", fmt::format("{} block(s) read back wrong in \"{}\"; first: {}", verify_errors,
+                                                 path, workload.FirstVerifyError())});
+    }
+    if (ctx.ShouldStop()) {
+      return failed(
+          {ctx.Cancelled() ? "cancelled" : "timeout",
+           std::string("disk run ") + (ctx.Cancelled() ? "cancelled" : "timed out") + " in \"" + path + "\""});
+    }
+    return {};
+  }
+
+  // The probe's own hourly write budget (until the sidecar-wide enforcer):
+  // refuses a run whose planned writes would exceed it.
+  std::optional<DiskError> ChargeBudget(const RunContext& ctx, std::uint64_t bytes) {
+    const std::uint64_t budget =
+        ctx.config ? ctx.config->budget.disk_bytes_per_hour : config::BudgetConfig{}.disk_bytes_per_hour;
+    const auto now = Clock::now();
+    while (!spent_.empty() && now - spent_.front().first >= kBudgetWindow) spent_.pop_front();
+    std::uint64_t used = 0;
+    for (const auto& [at, n] : spent_) used += n;
+    if (used + bytes > budget) {
+      return DiskError{"budget_exhausted",
+                       fmt::format("writing {} would exceed the disk budget of {} per hour ({} used in the last hour)",
+                                   config::FormatSize(bytes), config::FormatSize(budget), config::FormatSize(used))};
+    }
+    spent_.emplace_back(now, bytes);
+    return std::nullopt;
+  }
+
+  void Publish(const prometheus::Labels& dir_label, DiskTest test, const json& summary, const OpLatencies& latencies,
+               const TestCounters& counters) {
+    for (std::size_t op = 0; op < kOpCount; ++op) {
+      if (latencies[op].Total() == 0) continue;
+      auto labels = dir_label;
+      labels["op"] = std::string(OpName(static_cast<DiskOp>(op)));
+      latency_.Add(labels, LatencyBuckets()).ObserveMultiple(latencies[op].counts, latencies[op].sum);
+    }
+    read_bytes_.Add(dir_label).Increment(static_cast<double>(counters.bytes_read.load()));
+    written_bytes_.Add(dir_label).Increment(static_cast<double>(counters.bytes_written.load()));
+    verify_errors_.Add(dir_label).Increment(static_cast<double>(counters.verify_errors.load()));
+    auto labels = dir_label;
+    labels["test"] = std::string(TestName(test));
+    throughput_.Add(labels).Set(summary["throughput_bytes_per_second"].get<double>());
+    if (test == DiskTest::kSkipRead) seeks_.Add(dir_label).Set(summary["seeks_per_second"].get<double>());
+  }
+
+  SystemRoots roots_;
+  std::filesystem::path state_directory_;
+  std::shared_ptr<prometheus::Registry> own_registry_;
+  prometheus::Registry& registry_;
+  std::mutex run_mutex_;
+  std::deque<std::pair<Clock::time_point, std::uint64_t>> spent_;
+
+  prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Counter>& read_bytes_;
+  prometheus::Family<prometheus::Counter>& written_bytes_;
+  prometheus::Family<prometheus::Counter>& verify_errors_;
+  prometheus::Family<prometheus::Gauge>& throughput_;
+  prometheus::Family<prometheus::Gauge>& seeks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps) { return std::make_unique<DiskProbe>(deps); }
+
+}  // namespace hostperf::probes::disk

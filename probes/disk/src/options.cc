@@ -1,0 +1,204 @@
+#include "hostperf/probes/disk/options.h"
+
+#include <limits>
+#include <set>
+#include <string_view>
+
+#include "hostperf/config/units.h"
+
+namespace hostperf::probes::disk {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMinBufferSize = 4096;
+constexpr std::uint64_t kMaxBufferSize = 256ULL << 20;
+constexpr std::uint32_t kMaxThreads = 4096;
+
+Result<std::chrono::nanoseconds> Interval(const json& value, std::string_view key) {
+  if (!value.is_string())
+    return Result<std::chrono::nanoseconds>::Error(std::string(key) + ": expected an interval such as \"60s\"");
+  auto parsed = config::ParseDuration(value.get<std::string>());
+  if (!parsed) return Result<std::chrono::nanoseconds>::Error(std::string(key) + ": " + parsed.error());
+  if (parsed.value().count() <= 0)
+    return Result<std::chrono::nanoseconds>::Error(std::string(key) + ": must be greater than 0");
+  return parsed.value();
+}
+
+Result<std::uint64_t> Size(const json& value, std::string_view key) {
+  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) return value.get<std::uint64_t>();
+  if (!value.is_string()) return Result<std::uint64_t>::Error(std::string(key) + ": expected a size such as \"1mb\"");
+  auto parsed = config::ParseSize(value.get<std::string>());
+  if (!parsed) return Result<std::uint64_t>::Error(std::string(key) + ": " + parsed.error());
+  return parsed.value();
+}
+
+Result<std::uint64_t> Count(const json& value, std::string_view key, std::uint64_t low, std::uint64_t high) {
+  std::uint64_t n = 0;
+  if (value.is_number_integer()) {
+    if (value.get<std::int64_t>() < 0) return Result<std::uint64_t>::Error(std::string(key) + ": must not be negative");
+    n = value.get<std::uint64_t>();
+  } else if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) {
+      return Result<std::uint64_t>::Error(std::string(key) + ": \"" + text + "\" is not a whole number");
+    }
+    n = std::stoull(text);
+  } else {
+    return Result<std::uint64_t>::Error(std::string(key) + ": expected a whole number");
+  }
+  if (n < low || n > high) {
+    return Result<std::uint64_t>::Error(std::string(key) + ": " + std::to_string(n) + " is out of range [" +
+                                        std::to_string(low) + ", " + std::to_string(high) + "]");
+  }
+  return n;
+}
+
+}  // namespace
+
+const char* const kIoUsage = R"(usage: hostperf io [--help] [--duration=I] [--log-interval=I] [--log-file=F]
+                   [--condense-log] [--thread-count=N] [--max-buffer-size=S]
+                   [--preserve-files] [--disable-crc] [--disable-direct-io] [--debug]
+                   [--data-size=S] [--files-per-thread=N] [DIR...]
+
+vioperf: sequential Write, ReWrite, Read and SkipRead in each DIR (default:
+the current directory), every block verified with CRC32C.
+
+  --duration=I         time shared by all tests, each runs at least once (5min)
+  --log-interval=I     a table row every I (10s)
+  --log-file=F         JSON log (default: results<date-time>.json here)
+  --condense-log       one JSON object per line in the log
+  --thread-count=N     threads per directory (default: all online CPUs)
+  --max-buffer-size=S  bytes per read or write (1mb)
+  --preserve-files     keep the files written (renamed hostperf-preserved-*)
+  --disable-crc        check block headers only
+  --disable-direct-io  go through the page cache instead of O_DIRECT
+  --debug              verbose error messages
+  --data-size=S        bytes of files per directory (4.5gb, like vioperf)
+  --files-per-thread=N files each thread writes (1)
+Intervals: 60s, 60sec, 10min, 1hrs ...; sizes: 512b, 64k, 1mb, 1gigabyte.
+)";
+
+Result<FullRunOptions> ParseFullRunOptions(const json& options) {
+  using R = Result<FullRunOptions>;
+  FullRunOptions out;
+  if (options.is_null()) return out;
+  if (!options.is_object()) return R::Error("disk options: expected a JSON object");
+  for (const auto& [key, value] : options.items()) {
+    if (key == "duration" || key == "log_interval") {
+      auto interval = Interval(value, key);
+      if (!interval) return R::Error(interval.error());
+      (key == "duration" ? out.duration : out.log_interval) = interval.value();
+    } else if (key == "thread_count") {
+      auto n = Count(value, key, 1, kMaxThreads);
+      if (!n) return R::Error(n.error());
+      out.thread_count = static_cast<std::uint32_t>(n.value());
+    } else if (key == "files_per_thread") {
+      auto n = Count(value, key, 1, 64);
+      if (!n) return R::Error(n.error());
+      out.files_per_thread = static_cast<std::uint32_t>(n.value());
+    } else if (key == "max_buffer_size") {
+      auto size = Size(value, key);
+      if (!size) return R::Error(size.error());
+      if (size.value() < kMinBufferSize || size.value() > kMaxBufferSize) {
+        return R::Error("max_buffer_size: " + config::FormatSize(size.value()) + " is out of range [4kb, 256mb]");
+      }
+      out.max_buffer_size = size.value();
+    } else if (key == "data_size") {
+      auto size = Size(value, key);
+      if (!size) return R::Error(size.error());
+      if (size.value() < kMinBufferSize) return R::Error("data_size: must be at least 4kb");
+      out.data_size = size.value();
+    } else if (key == "preserve_files" || key == "disable_crc" || key == "disable_direct_io" || key == "debug") {
+      if (!value.is_boolean()) return R::Error(key + ": expected true or false");
+      const bool flag = value.get<bool>();
+      if (key == "preserve_files") out.preserve_files = flag;
+      if (key == "disable_crc") out.disable_crc = flag;
+      if (key == "disable_direct_io") out.disable_direct_io = flag;
+      if (key == "debug") out.debug = flag;
+    } else if (key == "directories") {
+      if (!value.is_array()) return R::Error("directories: expected an array of strings");
+      for (const auto& dir : value) {
+        if (!dir.is_string() || dir.get<std::string>().empty()) {
+          return R::Error("directories: every entry must be a non-empty string");
+        }
+        out.directories.push_back(dir.get<std::string>());
+      }
+    } else {
+      return R::Error("unknown disk option \"" + key + "\"");
+    }
+  }
+  return out;
+}
+
+Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
+  using R = Result<IoCommand>;
+  IoCommand command;
+  json& options = command.options;
+  // vioperf's valued options and their JSON keys.
+  static const std::pair<std::string_view, std::string_view> kValued[] = {
+      {"--duration", "duration"},         {"--log-interval", "log_interval"},
+      {"--thread-count", "thread_count"}, {"--max-buffer-size", "max_buffer_size"},
+      {"--data-size", "data_size"},       {"--files-per-thread", "files_per_thread"},
+  };
+  static const std::pair<std::string_view, std::string_view> kFlags[] = {
+      {"--preserve-files", "preserve_files"},
+      {"--disable-crc", "disable_crc"},
+      {"--disable-direct-io", "disable_direct_io"},
+      {"--debug", "debug"},
+  };
+  bool only_dirs = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (only_dirs || arg.empty() || arg[0] != '-') {
+      options["directories"].push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      only_dirs = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      command.help = true;
+      return command;
+    }
+    const auto equals = arg.find('=');
+    const std::string name = arg.substr(0, equals);
+    // "--opt=value" or "--opt value".
+    const auto value = [&]() -> std::optional<std::string> {
+      if (equals != std::string::npos) return arg.substr(equals + 1);
+      if (i + 1 < args.size()) return args[++i];
+      return std::nullopt;
+    };
+    bool matched = false;
+    for (const auto& [flag, key] : kValued) {
+      if (name != flag) continue;
+      matched = true;
+      const auto text = value();
+      if (!text) return R::Error(std::string(flag) + " needs a value");
+      options[std::string(key)] = *text;
+    }
+    for (const auto& [flag, key] : kFlags) {
+      if (name != flag) continue;
+      matched = true;
+      if (equals != std::string::npos) return R::Error(std::string(flag) + " takes no value");
+      options[std::string(key)] = true;
+    }
+    if (name == "--log-file") {
+      matched = true;
+      const auto text = value();
+      if (!text || text->empty()) return R::Error("--log-file needs a file name");
+      command.log_file = *text;
+    } else if (name == "--condense-log") {
+      matched = true;
+      command.condense_log = true;
+    }
+    if (!matched) return R::Error("unknown option \"" + arg + "\"");
+  }
+  // Validate now so that a typo fails before any file is written.
+  auto parsed = ParseFullRunOptions(options);
+  if (!parsed) return R::Error(parsed.error());
+  return command;
+}
+
+}  // namespace hostperf::probes::disk

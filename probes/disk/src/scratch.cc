@@ -1,0 +1,204 @@
+#include "hostperf/probes/disk/scratch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "hostperf/probes/disk/block.h"
+
+namespace hostperf::probes::disk {
+namespace {
+
+// Debian 12's glibc declares struct statx without the direct I/O fields;
+// read them at their kernel ABI offsets (include/uapi/linux/stat.h).
+constexpr unsigned kStatxDioAlign = 0x2000;  // STATX_DIOALIGN, Linux 6.1
+constexpr std::size_t kStatxDioMemAlignOffset = 152;
+constexpr std::size_t kStatxDioOffsetAlignOffset = 156;
+
+struct DioAlign {
+  std::uint32_t memory = 0;
+  std::uint32_t offset = 0;
+};
+
+std::optional<DioAlign> StatxDioAlign(int fd) {
+  alignas(8) unsigned char buffer[256] = {};
+  if (::syscall(SYS_statx, fd, "", AT_EMPTY_PATH, kStatxDioAlign, buffer) != 0) return std::nullopt;
+  std::uint32_t mask;
+  std::memcpy(&mask, buffer, sizeof(mask));
+  if ((mask & kStatxDioAlign) == 0) return std::nullopt;
+  DioAlign align;
+  std::memcpy(&align.memory, buffer + kStatxDioMemAlignOffset, sizeof(align.memory));
+  std::memcpy(&align.offset, buffer + kStatxDioOffsetAlignOffset, sizeof(align.offset));
+  if (align.offset == 0) return std::nullopt;  // the file system does not support O_DIRECT here
+  return align;
+}
+
+// Logical block size of the device holding `fd`, from sysfs (a partition's
+// queue/ lives in its parent device's directory).
+std::optional<std::size_t> DeviceLogicalBlockSize(int fd, const SystemRoots& roots) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::nullopt;
+  const auto dev =
+      roots.sys / "dev/block" / (std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)));
+  for (const auto& candidate : {dev / "queue/logical_block_size", dev / "../queue/logical_block_size"}) {
+    std::ifstream in(candidate);
+    std::size_t size = 0;
+    if (in >> size && size >= 512 && (size & (size - 1)) == 0) return size;
+  }
+  return std::nullopt;
+}
+
+bool ProcessAlive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// pid from "hostperf-disk-<pid>-...", 0 when the name does not parse.
+pid_t PidFromName(std::string_view name) {
+  if (name.substr(0, kScratchPrefix.size()) != kScratchPrefix) return 0;
+  name.remove_prefix(kScratchPrefix.size());
+  pid_t pid = 0;
+  std::size_t i = 0;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9' && i < 10; ++i) pid = pid * 10 + (name[i] - '0');
+  if (i == 0 || i >= name.size() || name[i] != '-') return 0;
+  if (name.size() < 4 || name.substr(name.size() - 4) != ".dat") return 0;
+  return pid;
+}
+
+}  // namespace
+
+std::string ReasonForErrno(int error) {
+  switch (error) {
+    case ENOSPC:
+    case EDQUOT:
+      return "no_space";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return "permission_denied";
+    case EIO:
+      return "io_error";
+    default:
+      return "io_error";
+  }
+}
+
+DiskError ErrnoError(int error, const std::string& what) {
+  return {ReasonForErrno(error), what + ": " + std::strerror(error)};
+}
+
+DiskResult<std::unique_ptr<TestDirectory>> TestDirectory::Open(const std::filesystem::path& path,
+                                                               const SystemRoots& roots) {
+  if (path.empty()) return DiskError{"bad_directory", "empty directory name"};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOTDIR) return DiskError{"bad_directory", "\"" + path.string() + "\" is not a directory"};
+    if (error == ENOENT) return DiskError{"bad_directory", "directory \"" + path.string() + "\" does not exist"};
+    return ErrnoError(error, "cannot open directory \"" + path.string() + "\"");
+  }
+  std::unique_ptr<TestDirectory> dir(new TestDirectory(fd, path.string()));
+  if (::faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    return DiskError{"permission_denied", "directory \"" + path.string() + "\" is not writable"};
+  }
+  if (const auto dio = StatxDioAlign(fd)) {
+    dir->alignment_ = std::max<std::size_t>({std::size_t{512}, dio->offset, dio->memory});
+    dir->alignment_source_ = "statx";
+  } else if (const auto device = DeviceLogicalBlockSize(fd, roots)) {
+    dir->alignment_ = *device;
+    dir->alignment_source_ = "device";
+  }
+  return dir;
+}
+
+TestDirectory::~TestDirectory() { ::close(fd_); }
+
+std::uint64_t TestDirectory::FreeBytes() const {
+  struct statvfs vfs {};
+  if (::fstatvfs(fd_, &vfs) != 0) return 0;
+  return static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+}
+
+int TestDirectory::RemoveLeftovers() const {
+  const int dup_fd = ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dup_fd < 0) return 0;
+  DIR* listing = ::fdopendir(dup_fd);
+  if (listing == nullptr) {
+    ::close(dup_fd);
+    return 0;
+  }
+  int removed = 0;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    const pid_t pid = PidFromName(name);
+    if (pid <= 0 || pid == ::getpid() || ProcessAlive(pid)) continue;
+    struct stat st {};
+    if (::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    bool ours = st.st_size == 0;
+    if (!ours) {
+      const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) continue;
+      std::byte head[8];
+      ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) && HasBlockMagic(head);
+      ::close(fd);
+    }
+    if (ours && ::unlinkat(fd_, name.c_str(), 0) == 0) ++removed;
+  }
+  ::closedir(listing);
+  return removed;
+}
+
+DiskResult<std::unique_ptr<ScratchFile>> ScratchFile::Create(const TestDirectory& dir, const std::string& name,
+                                                             bool direct_io) {
+  const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (direct_io ? O_DIRECT : 0);
+  const int fd = ::openat(dir.fd(), name.c_str(), flags, 0600);
+  if (fd >= 0) return std::unique_ptr<ScratchFile>(new ScratchFile(dir.fd(), fd, name));
+  const int error = errno;
+  if (direct_io && error == EINVAL) {
+    // Some file systems refuse O_DIRECT at open; never fall back silently.
+    // The file may have been created before the refusal.
+    ::unlinkat(dir.fd(), name.c_str(), 0);
+    return DiskError{"direct_io_unsupported", "the file system of \"" + dir.path() +
+                                                  "\" refuses direct I/O (O_DIRECT); use --disable-direct-io "
+                                                  "(disable_direct_io = true) to test through the page cache"};
+  }
+  return ErrnoError(error, "cannot create \"" + dir.path() + "/" + name + "\"");
+}
+
+ScratchFile::~ScratchFile() {
+  ::close(fd_);
+  if (!keep_) ::unlinkat(dir_fd_, name_.c_str(), 0);
+}
+
+std::string ScratchFile::Preserve() {
+  const std::string kept = std::string(kPreservedPrefix) + name_.substr(kScratchPrefix.size());
+  if (::renameat(dir_fd_, name_.c_str(), dir_fd_, kept.c_str()) != 0) return name_;
+  keep_ = true;
+  name_ = kept;
+  return kept;
+}
+
+std::string ScratchName(std::uint64_t run_id, std::size_t index) {
+  return std::string(kScratchPrefix) + std::to_string(::getpid()) + "-" + std::to_string(run_id) + "-" +
+         std::to_string(index) + ".dat";
+}
+
+void FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+
+AlignedBuffer AllocateAligned(std::size_t alignment, std::size_t size) {
+  alignment = std::max<std::size_t>(alignment, 4096);
+  const std::size_t rounded = (size + alignment - 1) / alignment * alignment;
+  return AlignedBuffer(static_cast<std::byte*>(std::aligned_alloc(alignment, rounded)));
+}
+
+}  // namespace hostperf::probes::disk

@@ -1,0 +1,261 @@
+#include "hostperf/probes/disk/workload.h"
+
+#include <fcntl.h>
+#include <linux/ioprio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "hostperf/probes/disk/block.h"
+
+namespace hostperf::probes::disk {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Hex(std::uint64_t value) {
+  char buffer[20];
+  std::snprintf(buffer, sizeof(buffer), "%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+// One timed pread/pwrite of a whole block; a short transfer is an error.
+std::optional<DiskError> TimedIo(bool write, int fd, std::byte* buffer, std::size_t size, std::uint64_t offset,
+                                 LatencyHistogram& latency, const std::string& file_name) {
+  const auto start = Clock::now();
+  const ssize_t n = write ? ::pwrite(fd, buffer, size, static_cast<off_t>(offset))
+                          : ::pread(fd, buffer, size, static_cast<off_t>(offset));
+  const int error = errno;
+  latency.Observe(std::chrono::duration<double>(Clock::now() - start).count());
+  if (n == static_cast<ssize_t>(size)) return std::nullopt;
+  const std::string what = std::string(write ? "write" : "read") + " of " + std::to_string(size) + " bytes at offset " +
+                           std::to_string(offset) + " of " + file_name;
+  if (n >= 0) {
+    // A short write means the file system is full; a short read, lost data.
+    if (write) return DiskError{"no_space", what + ": short write (" + std::to_string(n) + " bytes): disk full"};
+    return DiskError{"io_error", what + ": short read (" + std::to_string(n) + " bytes)"};
+  }
+  if (error == EINVAL) {
+    return DiskError{"direct_io_unsupported",
+                     what + ": " + std::strerror(error) + " (direct I/O alignment refused; try --disable-direct-io)"};
+  }
+  return ErrnoError(error, what);
+}
+
+}  // namespace
+
+std::string_view TestName(DiskTest test) {
+  switch (test) {
+    case DiskTest::kWrite:
+      return "Write";
+    case DiskTest::kReWrite:
+      return "ReWrite";
+    case DiskTest::kRead:
+      return "Read";
+    case DiskTest::kSkipRead:
+      return "SkipRead";
+  }
+  return "?";
+}
+
+std::string_view OpName(DiskOp op) {
+  switch (op) {
+    case DiskOp::kWrite:
+      return "write";
+    case DiskOp::kRewriteRead:
+      return "rewrite_read";
+    case DiskOp::kRewriteWrite:
+      return "rewrite_write";
+    case DiskOp::kRead:
+      return "read";
+    case DiskOp::kSkipRead:
+      return "skip_read";
+  }
+  return "?";
+}
+
+const std::vector<double>& LatencyBuckets() {
+  static const std::vector<double> kBuckets = {10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3,
+                                               25e-3, 50e-3, 0.1,   0.25,   0.5,    1,      2.5,  5,      10};
+  return kBuckets;
+}
+
+void LatencyHistogram::Observe(double seconds) {
+  const auto& bounds = LatencyBuckets();
+  const auto bucket = std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin();
+  counts[static_cast<std::size_t>(bucket)] += 1;
+  sum += seconds;
+}
+
+void LatencyHistogram::Merge(const LatencyHistogram& other) {
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
+  sum += other.sum;
+}
+
+std::uint64_t LatencyHistogram::Total() const {
+  double total = 0;
+  for (const double c : counts) total += c;
+  return static_cast<std::uint64_t>(total);
+}
+
+bool SetIdleIoPriority() {
+  // who = 0: the calling thread (I/O priority is per thread on Linux).
+  return ::syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)) == 0;
+}
+
+DiskResult<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir, const WorkloadOptions& options) {
+  if (options.threads == 0 || options.files_per_thread == 0 || options.block_size < kBlockHeaderSize ||
+      options.file_size == 0 || options.file_size % options.block_size != 0) {
+    return DiskError{"bad_options", "invalid workload sizes"};
+  }
+  std::unique_ptr<Workload> workload(new Workload(dir, options));
+  const std::size_t count = options.threads * options.files_per_thread;
+  const std::size_t blocks = options.file_size / options.block_size;
+  for (std::size_t i = 0; i < count; ++i) {
+    auto created = ScratchFile::Create(dir, ScratchName(options.run_id, i), options.direct_io);
+    if (!created.ok()) return created.error;  // files made so far are removed with `workload`
+    File file;
+    file.file = std::move(*created.value);
+    file.id = (options.run_id << 16) | i;
+    file.generation.assign(blocks, 0);
+    workload->files_.push_back(std::move(file));
+  }
+  return workload;
+}
+
+std::optional<DiskError> Workload::Run(DiskTest test, Clock::time_point until, const std::atomic<bool>& stop,
+                                       TestCounters& counters, OpLatencies& latencies,
+                                       const std::function<void()>& tick) {
+  std::vector<std::optional<DiskError>> errors(options_.threads);
+  std::vector<OpLatencies> local(options_.threads);
+  std::atomic<std::size_t> running{options_.threads};
+  std::atomic<bool> abort{stop.load()};
+  // Any thread's error or the caller's stop ends every thread's work.
+  std::vector<std::thread> threads;
+  threads.reserve(options_.threads);
+  for (std::size_t t = 0; t < options_.threads; ++t) {
+    threads.emplace_back([&, t] {
+      errors[t] = Worker(t, test, until, abort, counters, local[t]);
+      if (errors[t]) abort.store(true);
+      running.fetch_sub(1);
+    });
+  }
+  while (running.load() > 0) {
+    for (int i = 0; i < 10 && running.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (stop.load()) abort.store(true);
+    if (tick) tick();
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& per_thread : local) {
+    for (std::size_t op = 0; op < kOpCount; ++op) latencies[op].Merge(per_thread[op]);
+  }
+  for (auto& error : errors) {
+    if (error) return error;
+  }
+  return std::nullopt;
+}
+
+std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clock::time_point until,
+                                          const std::atomic<bool>& stop, TestCounters& counters,
+                                          OpLatencies& latencies) {
+  if (options_.idle_io_priority) SetIdleIoPriority();
+  const std::size_t size = options_.block_size;
+  const std::size_t alignment = dir_.alignment();
+  AlignedBuffer buffer = AllocateAligned(alignment, size);
+  AlignedBuffer pattern = AllocateAligned(alignment, size);
+  if (!buffer || !pattern) return DiskError{"out_of_memory", "cannot allocate I/O buffers"};
+  FillRandom({pattern.get(), size}, options_.run_id * 0x9e3779b97f4a7c15ULL + thread);
+  const std::span<std::byte> block(buffer.get(), size);
+  const std::size_t blocks = options_.file_size / size;
+
+  const auto verify = [&](File& file, std::uint64_t index) {
+    const BlockId expected{file.id, index, file.generation[index]};
+    const BlockStatus status = VerifyBlock(block, expected, options_.crc);
+    if (status == BlockStatus::kOk) return;
+    counters.verify_errors.fetch_add(1);
+    RecordVerifyError(std::string(ToString(status)) + " in block " + std::to_string(index) + " (offset " +
+                      std::to_string(index * size) + ") of " + dir_.path() + "/" + file.file->name() +
+                      ": expected file " + Hex(file.id) + " generation " + std::to_string(expected.generation));
+  };
+
+  for (std::size_t pass = 0;; ++pass) {
+    if (pass > 0 && Clock::now() >= until) return std::nullopt;
+    for (std::size_t f = thread * options_.files_per_thread; f < (thread + 1) * options_.files_per_thread; ++f) {
+      File& file = files_[f];
+      const int fd = file.file->fd();
+      for (std::uint64_t index = 0; index < blocks; ++index) {
+        if (stop.load(std::memory_order_relaxed)) return std::nullopt;
+        const std::uint64_t offset = index * size;
+        std::optional<DiskError> error;
+        switch (test) {
+          case DiskTest::kWrite:
+            FormatBlock(block, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, options_.crc);
+            error = TimedIo(true, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kWrite)],
+                            file.file->name());
+            if (!error) {
+              ++file.generation[index];
+              counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
+            }
+            break;
+          case DiskTest::kReWrite:
+            error = TimedIo(false, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kRewriteRead)],
+                            file.file->name());
+            if (error) break;
+            counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
+            verify(file, index);
+            FormatBlock(block, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, options_.crc);
+            error = TimedIo(true, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kRewriteWrite)],
+                            file.file->name());
+            if (!error) {
+              ++file.generation[index];
+              counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
+            }
+            break;
+          case DiskTest::kRead:
+          case DiskTest::kSkipRead: {
+            // SkipRead reads every other block (read one, skip one), the
+            // other half on the next pass: every read is a seek.
+            const bool skip = test == DiskTest::kSkipRead;
+            if (skip && blocks > 1 && index % 2 != pass % 2) continue;
+            const DiskOp op = skip ? DiskOp::kSkipRead : DiskOp::kRead;
+            error = TimedIo(false, fd, block.data(), size, offset, latencies[static_cast<int>(op)], file.file->name());
+            if (error) break;
+            counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
+            verify(file, index);
+            break;
+          }
+        }
+        if (error) return error;
+        counters.ops.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+void Workload::RecordVerifyError(const std::string& message) {
+  std::lock_guard lock(mutex_);
+  if (first_verify_error_.empty()) first_verify_error_ = message;
+}
+
+std::string Workload::FirstVerifyError() const {
+  std::lock_guard lock(mutex_);
+  return first_verify_error_;
+}
+
+std::vector<std::string> Workload::FileNames() const {
+  std::vector<std::string> names;
+  for (const auto& file : files_) names.push_back(file.file->name());
+  return names;
+}
+
+std::vector<std::string> Workload::Preserve() {
+  std::vector<std::string> names;
+  for (auto& file : files_) names.push_back(file.file->Preserve());
+  return names;
+}
+
+}  // namespace hostperf::probes::disk

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hostperf/config/result.h"
+
+namespace hostperf::probes::net {
+
+// `hostperf net [vnetperf options] [tests]`, parsed.
+struct NetCommand {
+  nlohmann::json options = nlohmann::json::object();  // the full-run options (see net_probe.h)
+  std::string output_file;                            // empty: results.<timestamp>.json
+  std::string log_level = "warn";
+  bool condense = false;
+  bool list_tests = false;
+  bool help = false;
+};
+
+extern const char* const kNetUsage;
+
+// Parses vnetperf's options. --hosts takes a comma-separated list or a file
+// with one host per line (or comma-separated).
+Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args);
+
+// vnetperf's default results file name: results.2022-03-29_10:23:51,548.json
+std::string DefaultResultsFileName();
+
+// Writes the JSON results (indented, or one line with condense); an error message on failure.
+Result<bool> WriteResultsFile(const std::string& path, const nlohmann::json& result, bool condense);
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,115 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hostperf::probes::net {
+
+// hostperf peer protocol, version 1. Every message is
+//   header (16 bytes, big-endian) | payload | HMAC-SHA256(secret, header|payload) (32 bytes)
+// header: magic "HPNT", version, type, reserved (2), session id (4), payload length (2), reserved (2).
+// UDP carries one message per datagram; TCP carries messages back to back
+// (the header gives the length). The only unauthenticated bytes are the bulk
+// data of an accepted throughput session, which carry that session's token.
+inline constexpr std::uint32_t kMagic = 0x48504e54;  // "HPNT"
+inline constexpr std::uint8_t kProtocolVersion = 1;
+inline constexpr std::size_t kHeaderSize = 16;
+inline constexpr std::size_t kMacSize = 32;
+inline constexpr std::size_t kMaxPayload = 1024;
+inline constexpr std::size_t kMaxMessage = kHeaderSize + kMaxPayload + kMacSize;
+
+enum class MessageType : std::uint8_t {
+  kHello = 1,         // client -> responder: version check; payload: client version
+  kHelloAck = 2,      // responder -> client: payload: responder version, max connections
+  kPing = 3,          // UDP: seq, t1 and two zeroed slots (so that a pong is never larger)
+  kPong = 4,          // UDP: seq, t1, t2 (responder receive), t3 (responder send)
+  kSessionStart = 5,  // TCP: test (tcp|udp), duration, rate; answered by kAccept, kBusy or kDenied
+  kAccept = 6,        // TCP: session token (UDP data carries it)
+  kBusy = 7,          // another throughput session is active
+  kDenied = 8,        // request not allowed (bad parameters)
+  kSessionStop = 9,   // TCP, UDP sessions only: the sender is done
+  kResults = 10,      // TCP: bytes and packets received, duration, loss, jitter
+};
+std::string_view ToString(MessageType type);
+
+enum class ThroughputTest : std::uint8_t { kTcp = 1, kUdp = 2 };
+
+struct Hello {
+  std::uint8_t version = kProtocolVersion;
+  std::uint32_t max_connections = 0;  // in kHelloAck
+};
+struct Ping {
+  std::uint32_t seq = 0;
+  std::int64_t t1_ns = 0;  // client send, realtime
+  std::int64_t t2_ns = 0;  // responder receive, realtime
+  std::int64_t t3_ns = 0;  // responder send, realtime
+};
+struct SessionStart {
+  ThroughputTest test = ThroughputTest::kTcp;
+  std::uint32_t duration_ms = 0;
+  std::uint64_t rate_bytes_per_second = 0;  // 0: unlimited
+};
+struct Accept {
+  std::uint64_t token = 0;
+};
+struct Results {
+  std::uint64_t bytes = 0;
+  std::uint64_t packets = 0;       // UDP: datagrams received
+  std::uint64_t packets_lost = 0;  // UDP: gaps in the sequence
+  std::int64_t duration_ns = 0;    // first to last byte seen by the responder
+  std::int64_t jitter_ns = 0;      // UDP: RFC 3550 interarrival jitter
+};
+
+struct Message {
+  MessageType type = MessageType::kHello;
+  std::uint32_t session = 0;
+  Hello hello;
+  Ping ping;
+  SessionStart start;
+  Accept accept;
+  Results results;
+};
+
+enum class DecodeError { kTruncated, kBadMagic, kBadVersion, kBadType, kBadLength, kBadHmac, kMalformed };
+std::string_view ToString(DecodeError error);
+
+struct Decoded {
+  std::optional<Message> message;
+  DecodeError error = DecodeError::kMalformed;  // when !message
+  std::size_t consumed = 0;                     // bytes of one whole message (also on kBadHmac/kMalformed)
+};
+
+using Secret = std::vector<std::uint8_t>;
+
+std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret);
+// Decodes one message at the start of `data`. Never reads past `data`.
+// kTruncated means "need more bytes" on a stream.
+Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret);
+// Payload length of a message type (fixed per type in version 1).
+std::optional<std::size_t> PayloadSize(MessageType type);
+
+// Bulk UDP throughput datagram: magic "HPUD", token, seq, send time, filler.
+inline constexpr std::uint32_t kUdpDataMagic = 0x48505544;
+inline constexpr std::size_t kUdpDataHeader = 28;
+struct UdpData {
+  std::uint64_t token = 0;
+  std::uint64_t seq = 0;
+  std::int64_t sent_ns = 0;
+};
+void EncodeUdpData(const UdpData& data, std::span<std::uint8_t> datagram);  // datagram.size() >= kUdpDataHeader
+std::optional<UdpData> DecodeUdpData(std::span<const std::uint8_t> datagram);
+
+// A secret from a file: its bytes, trailing whitespace removed; at least 16 bytes.
+struct SecretResult {
+  Secret secret;
+  std::string error;  // empty on success
+};
+SecretResult ReadSecretFile(const std::string& path);
+Secret RandomSecret();
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hostperf/probes/net/protocol.h"
+#include "hostperf/probes/net/sockets.h"
+
+namespace hostperf::probes::net {
+
+// Told about every request answered and every packet dropped (for metrics).
+class ResponderObserver {
+ public:
+  virtual ~ResponderObserver() = default;
+  virtual void OnRequest(std::string_view type) = 0;
+  // reason: bad_hmac, malformed, rate_limited, busy, connection_limit
+  virtual void OnDrop(std::string_view reason) = 0;
+};
+
+struct ResponderOptions {
+  // Empty: loopback only (127.0.0.1 and ::1 when available). "0.0.0.0", "::"
+  // or one address otherwise.
+  std::string bind_address;
+  std::vector<std::uint16_t> ports{14159};  // 0: an ephemeral port (tests)
+  Secret secret;
+  std::uint32_t max_connections = 64;                  // TCP connections at once
+  std::uint32_t packets_per_second_per_source = 1000;  // token bucket (burst the same)
+  std::uint32_t max_session_ms = 60000;                // longer throughput sessions are DENIED
+  RealtimeClock realtime = RealtimeNs;
+  ResponderObserver* observer = nullptr;  // may be null; must outlive the responder
+};
+
+// The peer responder: answers hello and ping over UDP, hello and throughput
+// sessions over TCP, on every configured port, from one poll-loop thread.
+class Responder {
+ public:
+  virtual ~Responder() = default;
+  // The bound port numbers (ephemeral ones resolved), in configuration order.
+  virtual std::vector<std::uint16_t> Ports() const = 0;
+};
+
+// Binds and starts serving; null with `error` set when a socket cannot be bound.
+std::unique_ptr<Responder> StartResponder(ResponderOptions options, std::string* error);
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,341 @@
+#include "hostperf/probes/net/client.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+namespace hostperf::probes::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint32_t RandomSessionId() {
+  static thread_local std::mt19937 rng(std::random_device{}());
+  return rng();
+}
+
+bool SendMessage(int fd, const Message& message, const Secret& secret, Clock::time_point deadline) {
+  const auto bytes = Encode(message, secret);
+  return WriteAll(fd, bytes.data(), bytes.size(), deadline);
+}
+
+bool ReadExact(int fd, std::uint8_t* data, std::size_t size, Clock::time_point deadline) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::recv(fd, data + done, size - done, 0);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      if (!WaitFd(fd, POLLIN, deadline)) return false;
+    } else {
+      return false;  // EOF or error
+    }
+  }
+  return true;
+}
+
+// One authenticated message from a stream; nullopt on EOF, timeout or a bad message.
+std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_point deadline) {
+  std::vector<std::uint8_t> buffer(kHeaderSize);
+  if (!ReadExact(fd, buffer.data(), kHeaderSize, deadline)) return std::nullopt;
+  const std::size_t length = (static_cast<std::size_t>(buffer[12]) << 8) | buffer[13];
+  if (length > kMaxPayload) return std::nullopt;
+  buffer.resize(kHeaderSize + length + kMacSize);
+  if (!ReadExact(fd, buffer.data() + kHeaderSize, length + kMacSize, deadline)) return std::nullopt;
+  return Decode(buffer, secret).message;
+}
+
+// Connects and says hello; an invalid Fd with `error` on failure.
+Fd OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline, std::string* error) {
+  Fd fd = ConnectTcp(peer, deadline, error);
+  if (!fd.valid()) return {};
+  Message hello;
+  hello.type = MessageType::kHello;
+  hello.session = RandomSessionId();
+  if (!SendMessage(fd.get(), hello, secret, deadline)) {
+    *error = "hello to " + peer.ToString() + ": send failed";
+    return {};
+  }
+  const auto ack = ReceiveMessage(fd.get(), secret, deadline);
+  if (!ack || ack->type != MessageType::kHelloAck) {
+    *error = "no hello reply from " + peer.ToString() + " (wrong secret or not a hostperf responder?)";
+    return {};
+  }
+  if (ack->hello.version != kProtocolVersion) {
+    *error = "peer " + peer.ToString() + " speaks protocol version " + std::to_string(ack->hello.version);
+    return {};
+  }
+  return fd;
+}
+
+void SleepUntil(Clock::time_point when) {
+  // Sleep through long gaps, spin through short ones (timer slack is ~50 us).
+  constexpr auto kSpin = std::chrono::microseconds(200);
+  while (true) {
+    const auto now = Clock::now();
+    if (now >= when) return;
+    if (when - now > kSpin) {
+      std::this_thread::sleep_for(when - now - kSpin);
+    }
+  }
+}
+
+void SendTcpData(int fd, const ThroughputOptions& options, const std::function<bool()>& should_stop,
+                 ThroughputResult* result) {
+  std::vector<std::uint8_t> block(options.write_size, 0x5a);
+  const auto start = Clock::now();
+  const auto end = start + options.duration;
+  while (true) {
+    const auto now = Clock::now();
+    if (now >= end || should_stop()) break;
+    if (options.rate_bytes_per_second > 0) {
+      // Pace: the next write may start once the bytes so far fit the rate.
+      const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                   static_cast<double>(result->bytes_sent) * 1e9 / options.rate_bytes_per_second));
+      if (due >= end) break;
+      SleepUntil(due);
+    }
+    const ssize_t n = ::send(fd, block.data(), block.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      result->bytes_sent += static_cast<std::uint64_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      WaitFd(fd, POLLOUT, std::min(end, Clock::now() + std::chrono::milliseconds(100)));
+    } else {
+      result->error = std::string("send: ") + std::strerror(errno);
+      break;
+    }
+  }
+  result->sent_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void SendUdpData(const SocketAddress& peer, std::uint64_t token, const ThroughputOptions& options,
+                 const std::function<bool()>& should_stop, const RealtimeClock& realtime, ThroughputResult* result) {
+  Fd fd = NonBlockingSocket(peer.family(), SOCK_DGRAM);
+  const int buffer = 4 * 1024 * 1024;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &buffer, sizeof(buffer));
+  if (!fd.valid() || ::connect(fd.get(), peer.get(), peer.length) != 0) {
+    result->error = std::string("udp socket: ") + std::strerror(errno);
+    return;
+  }
+  const std::size_t size = std::max(options.datagram_size, kUdpDataHeader);
+  std::vector<std::uint8_t> datagram(size, 0x5a);
+  // Datagram i leaves at start + i * size / rate: evenly paced, not in bursts.
+  const double gap_ns = options.rate_bytes_per_second > 0 ? size * 1e9 / options.rate_bytes_per_second : 0;
+  const auto start = Clock::now();
+  const auto end = start + options.duration;
+  for (std::uint64_t seq = 0;; ++seq) {
+    const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(gap_ns * static_cast<double>(seq)));
+    if (due >= end || should_stop()) break;
+    SleepUntil(due);
+    EncodeUdpData({token, seq, realtime()}, datagram);
+    while (::send(fd.get(), datagram.data(), datagram.size(), 0) < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR) break;
+      WaitFd(fd.get(), POLLOUT, Clock::now() + std::chrono::milliseconds(10));
+    }
+    result->bytes_sent += size;
+    result->packets_sent += 1;
+  }
+  result->sent_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::optional<double> ClockOffsetSeconds(std::span<const TimestampSample> samples) {
+  const auto best = std::min_element(samples.begin(), samples.end(),
+                                     [](const auto& a, const auto& b) { return a.Delay() < b.Delay(); });
+  if (best == samples.end()) return std::nullopt;
+  return best->OffsetSeconds();
+}
+
+std::string_view ToString(SessionOutcome outcome) {
+  switch (outcome) {
+    case SessionOutcome::kOk:
+      return "ok";
+    case SessionOutcome::kBusy:
+      return "busy";
+    case SessionOutcome::kDenied:
+      return "denied";
+    case SessionOutcome::kUnreachable:
+      return "unreachable";
+    case SessionOutcome::kProtocolError:
+      return "protocol_error";
+    case SessionOutcome::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+std::vector<LatencyResult> MeasureLatency(std::span<const PeerTarget> targets, const LatencyOptions& options,
+                                          const Secret& secret, const std::function<bool()>& should_stop,
+                                          const RealtimeClock& realtime) {
+  struct State {
+    Fd fd;
+    std::uint32_t session = 0;
+    std::map<std::uint32_t, bool> answered;  // seq -> reply seen
+  };
+  std::vector<LatencyResult> results(targets.size());
+  std::vector<State> states(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    states[i].fd = NonBlockingSocket(targets[i].address.family(), SOCK_DGRAM);
+    states[i].session = RandomSessionId();
+    if (!states[i].fd.valid() ||
+        ::connect(states[i].fd.get(), targets[i].address.get(), targets[i].address.length) != 0) {
+      results[i].error = std::string("udp socket: ") + std::strerror(errno);
+      states[i].fd.Reset();
+    }
+  }
+  const auto start = Clock::now();
+  const auto last_send = start + options.interval * (options.packets == 0 ? 0 : options.packets - 1);
+  const auto stop_at = last_send + options.reply_timeout;
+  std::uint32_t next = 0;
+  std::vector<pollfd> fds;
+  std::uint8_t buffer[kMaxMessage];
+  while (true) {
+    auto now = Clock::now();
+    if (should_stop()) break;
+    while (next < options.packets && now >= start + options.interval * next) {
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (!states[i].fd.valid()) continue;
+        Message ping;
+        ping.type = MessageType::kPing;
+        ping.session = states[i].session;
+        ping.ping.seq = next;
+        ping.ping.t1_ns = realtime();
+        const auto bytes = Encode(ping, secret);
+        ::send(states[i].fd.get(), bytes.data(), bytes.size(), MSG_DONTWAIT);
+        results[i].sent += 1;  // a refused or dropped send is a lost packet too
+        states[i].answered[next] = false;
+      }
+      ++next;
+    }
+    const bool all_answered =
+        next == options.packets && std::all_of(states.begin(), states.end(), [](const State& s) {
+          return !s.fd.valid() || std::all_of(s.answered.begin(), s.answered.end(), [](auto& e) { return e.second; });
+        });
+    if (now >= stop_at || all_answered) break;
+    const auto wake = next < options.packets ? start + options.interval * next : stop_at;
+    fds.clear();
+    for (const State& s : states) fds.push_back({s.fd.get(), POLLIN, 0});
+    const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(wake - now);
+    timespec timeout{static_cast<time_t>(std::max<long long>(0, wait.count()) / 1000000),
+                     static_cast<long>(std::max<long long>(0, wait.count()) % 1000000) * 1000};
+    if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) <= 0) continue;
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (!(fds[i].revents & POLLIN)) continue;
+      while (true) {
+        const ssize_t n = ::recv(states[i].fd.get(), buffer, sizeof(buffer), 0);
+        if (n < 0) break;
+        const std::int64_t t4 = realtime();
+        const Decoded decoded = Decode(std::span<const std::uint8_t>(buffer, static_cast<std::size_t>(n)), secret);
+        if (!decoded.message || decoded.message->type != MessageType::kPong ||
+            decoded.message->session != states[i].session) {
+          continue;
+        }
+        const Ping& pong = decoded.message->ping;
+        auto seen = states[i].answered.find(pong.seq);
+        if (seen == states[i].answered.end() || seen->second) continue;  // unknown or duplicate
+        seen->second = true;
+        const TimestampSample sample{pong.t1_ns, pong.t2_ns, pong.t3_ns, t4};
+        results[i].received += 1;
+        results[i].samples.push_back(sample);
+        results[i].rtt_seconds.push_back(std::max<std::int64_t>(0, sample.Delay()) / 1e9);
+      }
+    }
+  }
+  for (LatencyResult& result : results) result.clock_offset_seconds = ClockOffsetSeconds(result.samples);
+  return results;
+}
+
+ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOptions& options, const Secret& secret,
+                               const std::function<bool()>& should_stop, const RealtimeClock& realtime) {
+  ThroughputResult result;
+  // Client states: connect+hello, session requested, streaming, stopping, done.
+  Fd fd = OpenControl(peer, secret, Clock::now() + options.connect_timeout, &result.error);
+  if (!fd.valid()) return result;
+  const auto control_deadline = [&] { return Clock::now() + options.connect_timeout; };
+  Message start;
+  start.type = MessageType::kSessionStart;
+  start.session = RandomSessionId();
+  start.start.test = options.test;
+  start.start.duration_ms = static_cast<std::uint32_t>(
+      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
+  start.start.rate_bytes_per_second = options.rate_bytes_per_second;
+  if (!SendMessage(fd.get(), start, secret, control_deadline())) {
+    result.outcome = SessionOutcome::kProtocolError;
+    result.error = "session start: send failed";
+    return result;
+  }
+  const auto reply = ReceiveMessage(fd.get(), secret, control_deadline());
+  if (!reply) {
+    result.outcome = SessionOutcome::kProtocolError;
+    result.error = "no reply to session start";
+    return result;
+  }
+  if (reply->type == MessageType::kBusy) {
+    result.outcome = SessionOutcome::kBusy;
+    result.error = "peer is busy with another throughput session";
+    return result;
+  }
+  if (reply->type != MessageType::kAccept) {
+    result.outcome = reply->type == MessageType::kDenied ? SessionOutcome::kDenied : SessionOutcome::kProtocolError;
+    result.error = "session start answered with " + std::string(ToString(reply->type));
+    return result;
+  }
+  if (options.test == ThroughputTest::kTcp) {
+    SendTcpData(fd.get(), options, should_stop, &result);
+    ::shutdown(fd.get(), SHUT_WR);  // end of stream: the responder replies with results
+  } else {
+    SendUdpData(peer, reply->accept.token, options, should_stop, realtime, &result);
+    // Let the last datagrams land before asking for the count.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Message stop;
+    stop.type = MessageType::kSessionStop;
+    stop.session = start.session;
+    SendMessage(fd.get(), stop, secret, control_deadline());
+  }
+  const auto results = ReceiveMessage(fd.get(), secret, Clock::now() + options.connect_timeout + options.duration);
+  if (!results || results->type != MessageType::kResults) {
+    result.outcome = SessionOutcome::kProtocolError;
+    if (result.error.empty()) result.error = "no results from the peer";
+    return result;
+  }
+  result.outcome = should_stop() ? SessionOutcome::kStopped : SessionOutcome::kOk;
+  result.bytes_received = results->results.bytes;
+  result.packets_received = results->results.packets;
+  result.packets_lost =
+      result.packets_sent > result.packets_received ? result.packets_sent - result.packets_received : 0;
+  result.received_seconds = results->results.duration_ns / 1e9;
+  result.jitter_seconds = results->results.jitter_ns / 1e9;
+  return result;
+}
+
+bool Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout, std::string* error) {
+  std::string ignored;
+  return OpenControl(peer, secret, Clock::now() + timeout, error ? error : &ignored).valid();
+}
+
+std::uint32_t ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
+                             std::chrono::nanoseconds timeout) {
+  std::vector<Fd> open;
+  const auto deadline = Clock::now() + timeout;
+  for (std::uint32_t i = 0; i < maximum && Clock::now() < deadline; ++i) {
+    std::string error;
+    Fd fd = OpenControl(peer, secret, std::min(deadline, Clock::now() + std::chrono::seconds(1)), &error);
+    if (!fd.valid()) break;  // refused, closed at once or no hello: the limit
+    open.push_back(std::move(fd));
+  }
+  return static_cast<std::uint32_t>(open.size());
+}
+
+}  // namespace hostperf::probes::net

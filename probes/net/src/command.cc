@@ -1,0 +1,151 @@
+#include "hostperf/probes/net/command.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "hostperf/probes/net/net_probe.h"
+
+namespace hostperf::probes::net {
+
+const char* const kNetUsage = R"(usage: hostperf net [options] [latency] [tcp-throughput] [udp-throughput] [connections]
+
+vnetperf against hosts running hostperf_exporter (no test named: all).
+  --condense             one-line JSON results
+  --datarate R           rate limit in MB/s; 0 (default) steps 32 64 128 256 512 640 768 1024 2048
+  --duration S           seconds per test and rate (default 1)
+  --hosts h1,h2 | FILE   hosts (names or addresses, optional :port); default: the configured peers
+  --ignore-bad-hosts     test the reachable hosts when some are not
+  --list-tests           list the tests and exit
+  --output-file F        JSON results file (default results.<timestamp>.json)
+  --ports p,...          responder port(s); the first is used for hosts without a port
+  --log-level L          INFO, ERROR, DEBUG or WARN (default WARN)
+The peers' secret comes from net.secret_file in --config.file.
+)";
+
+namespace {
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  for (const char c : text) {
+    if (c == ',' || c == '\n' || c == ' ' || c == '\t' || c == '\r') {
+      if (!item.empty()) items.push_back(item);
+      item.clear();
+    } else {
+      item.push_back(c);
+    }
+  }
+  if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+std::optional<double> ParseNumber(const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
+  NetCommand command;
+  std::vector<std::string> tests;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      command.help = true;
+    } else if (arg == "--condense") {
+      command.condense = true;
+    } else if (arg == "--ignore-bad-hosts") {
+      command.options["ignore_bad_hosts"] = true;
+    } else if (arg == "--list-tests") {
+      command.list_tests = true;
+    } else if (arg == "--datarate" || arg == "--duration") {
+      const auto text = value();
+      const auto number = text ? ParseNumber(*text) : std::nullopt;
+      if (!number) return Result<NetCommand>::Error(arg + " needs a number");
+      command.options[arg == "--datarate" ? "datarate" : "duration"] = *number;
+    } else if (arg == "--hosts") {
+      const auto text = value();
+      if (!text) return Result<NetCommand>::Error("--hosts needs a list or a file");
+      std::string list = *text;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(*text, ec)) {
+        std::ifstream in(*text);
+        std::stringstream content;
+        content << in.rdbuf();
+        list = content.str();
+      }
+      const auto hosts = SplitList(list);
+      if (hosts.empty()) return Result<NetCommand>::Error("--hosts: no hosts in \"" + *text + "\"");
+      command.options["hosts"] = hosts;
+    } else if (arg == "--output-file") {
+      const auto text = value();
+      if (!text || text->empty()) return Result<NetCommand>::Error("--output-file needs a file name");
+      command.output_file = *text;
+    } else if (arg == "--ports") {
+      const auto text = value();
+      if (!text) return Result<NetCommand>::Error("--ports needs a list of port numbers");
+      nlohmann::json ports = nlohmann::json::array();
+      for (const auto& port : SplitList(*text)) {
+        const auto number = ParseNumber(port);
+        if (!number || *number < 1 || *number > 65535 || *number != static_cast<int>(*number)) {
+          return Result<NetCommand>::Error("--ports: bad port \"" + port + "\"");
+        }
+        ports.push_back(static_cast<int>(*number));
+      }
+      command.options["ports"] = ports;
+    } else if (arg == "--log-level") {
+      auto level = value();
+      if (!level) return Result<NetCommand>::Error("--log-level needs a level");
+      std::transform(level->begin(), level->end(), level->begin(), ::tolower);
+      if (*level != "info" && *level != "error" && *level != "debug" && *level != "warn") {
+        return Result<NetCommand>::Error("--log-level: expected INFO, ERROR, DEBUG or WARN");
+      }
+      command.log_level = *level;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Result<NetCommand>::Error("unknown option \"" + arg + "\"");
+    } else {
+      tests.push_back(arg);
+    }
+  }
+  if (!tests.empty()) command.options["tests"] = tests;
+  if (const std::string error = ValidateNetOptions(command.options); !error.empty()) {
+    return Result<NetCommand>::Error(error);
+  }
+  return command;
+}
+
+std::string DefaultResultsFileName() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d_%H:%M:%S", &tm);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  return fmt::format("results.{},{:03d}.json", text, ms);
+}
+
+Result<bool> WriteResultsFile(const std::string& path, const nlohmann::json& result, bool condense) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return Result<bool>::Error("cannot write " + path);
+  out << (condense ? result.dump() : result.dump(2)) << "\n";
+  out.close();
+  if (!out) return Result<bool>::Error("cannot write " + path);
+  return true;
+}
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,618 @@
+#include "hostperf/probes/net/net_probe.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/peers.h"
+#include "hostperf/probes/net/protocol.h"
+#include "hostperf/probes/net/responder.h"
+
+namespace hostperf::probes::net {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+const std::vector<double> kLadder = {32, 64, 128, 256, 512, 640, 768, 1024, 2048};
+constexpr std::uint32_t kFullLatencyPackets = 100;
+constexpr auto kFullPacketInterval = std::chrono::milliseconds(2);
+constexpr auto kHelloTimeout = std::chrono::seconds(2);
+
+const prometheus::Histogram::BucketBoundaries& RttBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {10e-6,  25e-6,  50e-6,  100e-6, 200e-6, 300e-6,
+                                                                   500e-6, 750e-6, 1e-3,   2e-3,   5e-3,   10e-3,
+                                                                   25e-3,  50e-3,  100e-3, 250e-3, 500e-3, 1.0};
+  return kBuckets;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+double Percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto index = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+// vnetperf's date column: 2022-03-29_10:23:55,739
+std::string VnetperfDate() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d_%H:%M:%S", &tm);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  return fmt::format("{},{:03d}", text, ms);
+}
+
+template <typename Builder>
+auto& Family(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
+  return builder.Name(name).Help(help).Register(registry);
+}
+
+std::string SelfName(const config::NetProbeConfig& config, std::uint16_t port) {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return std::string(host) + ":" + std::to_string(config.ports.empty() ? port : config.ports.front());
+}
+
+// A peer after name resolution (re-done every run).
+struct ResolvedPeer {
+  PeerSpec spec;
+  std::optional<SocketAddress> address;
+  std::string error;
+};
+
+std::vector<ResolvedPeer> Resolve(const std::vector<PeerSpec>& specs) {
+  std::vector<ResolvedPeer> peers;
+  for (const PeerSpec& spec : specs) {
+    ResolvedPeer peer{spec, std::nullopt, ""};
+    peer.address = ResolveHost(spec.host, spec.port, &peer.error);
+    peers.push_back(std::move(peer));
+  }
+  return peers;
+}
+
+json ThroughputRow(const std::string& date, const std::string& test, double rate, const std::string& node,
+                   const ThroughputResult& r) {
+  json row = {{"date", date},
+              {"test", test},
+              {"rate_limit_mb_per_second", rate},
+              {"node", node},
+              {"mb_per_second_sent", r.SentBytesPerSecond() / kMiB},
+              {"mb_per_second_received", r.ReceivedBytesPerSecond() / kMiB},
+              {"bytes_sent", r.bytes_sent},
+              {"bytes_received", r.bytes_received},
+              {"duration_seconds", r.sent_seconds},
+              {"outcome", ToString(r.outcome)}};
+  if (test == "udp-throughput") {
+    row["loss_ratio"] = r.LossRatio();
+    row["jitter_seconds"] = r.jitter_seconds;
+  }
+  if (!r.error.empty()) row["error"] = r.error;
+  return row;
+}
+
+json AverageRow(const json& rows, const std::string& date, const std::string& test, double rate) {
+  double sent = 0, received = 0, bytes_sent = 0, bytes_received = 0, duration = 0;
+  for (const json& row : rows) {
+    sent += row["mb_per_second_sent"].get<double>();
+    received += row["mb_per_second_received"].get<double>();
+    bytes_sent += row["bytes_sent"].get<double>();
+    bytes_received += row["bytes_received"].get<double>();
+    duration += row["duration_seconds"].get<double>();
+  }
+  const double n = std::max<double>(1, static_cast<double>(rows.size()));
+  return {{"date", date},
+          {"test", test},
+          {"rate_limit_mb_per_second", rate},
+          {"node", "average"},
+          {"mb_per_second_sent", sent / n},
+          {"mb_per_second_received", received / n},
+          {"bytes_sent", static_cast<std::uint64_t>(bytes_sent / n)},
+          {"bytes_received", static_cast<std::uint64_t>(bytes_received / n)},
+          {"duration_seconds", duration / n}};
+}
+
+class NetProbe final : public Probe, private ResponderObserver {
+ public:
+  explicit NetProbe(const ProbeDeps& deps)
+      : own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
+        registry_(deps.registry ? *deps.registry : *own_registry_),
+        rtt_(Family(prometheus::BuildHistogram(), "hostperf_net_rtt_seconds",
+                    "UDP ping-pong round-trip time to a peer (responder time removed).", registry_)),
+        sent_(Family(prometheus::BuildCounter(), "hostperf_net_packets_sent_total", "UDP pings sent to a peer.",
+                     registry_)),
+        lost_(Family(prometheus::BuildCounter(), "hostperf_net_packets_lost_total",
+                     "UDP pings to a peer that got no reply in time.", registry_)),
+        offset_(Family(prometheus::BuildGauge(), "hostperf_net_clock_offset_seconds",
+                       "Peer clock minus local clock (NTP formula, minimum-delay sample).", registry_)),
+        up_(Family(prometheus::BuildGauge(), "hostperf_net_peer_up",
+                   "1 if the peer answered pings in the last run, else 0.", registry_)),
+        tcp_(Family(prometheus::BuildGauge(), "hostperf_net_tcp_throughput_bytes_per_second",
+                    "TCP throughput to a peer in the last burst (bytes the peer received per second).", registry_)),
+        udp_(Family(prometheus::BuildGauge(), "hostperf_net_udp_throughput_bytes_per_second",
+                    "UDP throughput to a peer in the last burst (bytes the peer received per second).", registry_)),
+        udp_loss_(Family(prometheus::BuildGauge(), "hostperf_net_udp_loss_ratio",
+                         "Datagrams lost in the last UDP burst to a peer, 0-1.", registry_)),
+        udp_jitter_(Family(prometheus::BuildGauge(), "hostperf_net_udp_jitter_seconds",
+                           "RFC 3550 interarrival jitter of the last UDP burst to a peer.", registry_)),
+        throughput_bytes_(Family(prometheus::BuildCounter(), "hostperf_net_throughput_bytes_total",
+                                 "Bytes sent in scheduled throughput bursts (counts against the budget).", registry_)),
+        throughput_skipped_(Family(prometheus::BuildCounter(), "hostperf_net_throughput_skipped_total",
+                                   "Scheduled throughput bursts not run, by reason (busy, budget, no_peer, error).",
+                                   registry_)),
+        peers_(Family(prometheus::BuildGauge(), "hostperf_net_peers",
+                      "Peers known (configured and from the peers file) and probed in the last run.", registry_)),
+        requests_(Family(prometheus::BuildCounter(), "hostperf_net_responder_requests_total",
+                         "Authenticated requests the peer responder answered, by message type.", registry_)),
+        dropped_(Family(prometheus::BuildCounter(), "hostperf_net_responder_dropped_total",
+                        "Packets and connections the peer responder dropped, by reason.", registry_)),
+        responder_up_(Family(prometheus::BuildGauge(), "hostperf_net_responder_up",
+                             "1 while the peer responder serves, else 0.", registry_)
+                          .Add({})) {
+    for (const char* reason : {"bad_hmac", "malformed", "rate_limited", "busy", "connection_limit"}) {
+      dropped_.Add({{"reason", reason}});
+    }
+  }
+
+  std::string_view Name() const override { return "net"; }
+  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.net.schedule; }
+
+  void StartServices(const config::Config& config) override {
+    const config::NetProbeConfig& net = config.probes.net;
+    ResponderOptions options;
+    options.bind_address = net.bind_address;
+    options.ports = net.ports;
+    options.max_connections = net.max_connections;
+    options.packets_per_second_per_source = net.rate_limit;
+    options.observer = this;
+    if (net.secret_file.empty()) {
+      options.bind_address = "";  // a generated secret: nobody else can talk to us anyway
+      options.secret = RandomSecret();
+    } else {
+      auto secret = ReadSecretFile(net.secret_file);
+      if (!secret.error.empty()) {
+        spdlog::error("net: peer responder not started: {}", secret.error);
+        return;
+      }
+      options.secret = std::move(secret.secret);
+    }
+    // With a shared secret, an empty bind_address means every address
+    // (IPv6 and IPv4 on one socket, else IPv4 only).
+    if (!net.secret_file.empty() && net.bind_address.empty()) options.bind_address = "::";
+    std::string error;
+    const Secret secret = options.secret;
+    auto responder = StartResponder(options, &error);
+    if (!responder && options.bind_address == "::") {
+      options.bind_address = "0.0.0.0";
+      responder = StartResponder(options, &error);
+    }
+    if (!responder) {
+      spdlog::error("net: peer responder not started: {}", error);
+      return;
+    }
+    std::string ports;
+    for (auto port : responder->Ports()) ports += (ports.empty() ? "" : ",") + std::to_string(port);
+    spdlog::info("net: peer responder listening on {} port(s) {}",
+                 options.bind_address.empty() ? "loopback" : options.bind_address, ports);
+    std::lock_guard lock(state_mutex_);
+    responder_secret_ = secret;
+    responder_ports_ = responder->Ports();
+    responder_ = std::move(responder);
+    responder_up_.Set(1);
+  }
+
+  ProbeOutcome Run(const RunContext& ctx) override {
+    std::unique_lock lock(run_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return ProbeOutcome::Skipped("busy", "another net run is in progress");
+    try {
+      return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx);
+    } catch (const std::exception& e) {
+      return ProbeOutcome::Failure("internal_error", e.what());
+    } catch (...) {
+      return ProbeOutcome::Failure("internal_error", "unknown exception");
+    }
+  }
+
+ private:
+  void OnRequest(std::string_view type) override { requests_.Add({{"type", std::string(type)}}).Increment(); }
+  void OnDrop(std::string_view reason) override { dropped_.Add({{"reason", std::string(reason)}}).Increment(); }
+
+  // The secret: the responder's (generated or from the file), else the file's.
+  std::optional<Secret> ClientSecret(const config::NetProbeConfig& net, std::string* error) {
+    {
+      std::lock_guard lock(state_mutex_);
+      if (responder_) return responder_secret_;
+    }
+    if (net.secret_file.empty()) {
+      *error = "no net.secret_file configured (the daemon's generated secret is only known to the daemon)";
+      return std::nullopt;
+    }
+    auto secret = ReadSecretFile(net.secret_file);
+    if (!secret.error.empty()) {
+      *error = secret.error;
+      return std::nullopt;
+    }
+    return secret.secret;
+  }
+
+  std::uint16_t DefaultPort(const config::NetProbeConfig& net) {
+    std::lock_guard lock(state_mutex_);
+    if (!responder_ports_.empty()) return responder_ports_.front();
+    return net.ports.empty() ? 14159 : net.ports.front();
+  }
+
+  // Configured peers plus the peers file; with neither, this host's own responder.
+  std::vector<PeerSpec> ConfiguredPeers(const config::NetProbeConfig& net, std::vector<std::string>* errors) {
+    const std::uint16_t port = DefaultPort(net);
+    std::vector<std::string> entries = net.peers;
+    if (!net.peers_file.empty()) {
+      std::string error;
+      const auto targets = peers_file_.Targets(net.peers_file, &error);
+      if (!error.empty()) errors->push_back(error);
+      entries.insert(entries.end(), targets.begin(), targets.end());
+    }
+    if (entries.empty() && net.peers_file.empty()) {
+      return {PeerSpec{"localhost", "localhost", port}};
+    }
+    std::vector<PeerSpec> specs;
+    std::set<std::string> seen;
+    for (const std::string& entry : entries) {
+      std::string error;
+      if (auto spec = ParsePeerSpec(entry, port, &error)) {
+        if (seen.insert(spec->name).second) specs.push_back(std::move(*spec));
+      } else {
+        errors->push_back(error);
+      }
+    }
+    return specs;
+  }
+
+  // --- scheduled -------------------------------------------------------------
+
+  ProbeOutcome RunScheduled(const RunContext& ctx) {
+    const config::Config defaults;
+    const config::Config& config = ctx.config ? *ctx.config : defaults;
+    const config::NetProbeConfig& net = config.probes.net;
+    std::string error;
+    const auto secret = ClientSecret(net, &error);
+    if (!secret) return ProbeOutcome::Failure("no_secret", error);
+
+    std::vector<std::string> errors;
+    const auto all = ConfiguredPeers(net, &errors);
+    for (const auto& e : errors) spdlog::warn("net: {}", e);
+    // A new epoch every interval: over time every pair gets probed.
+    const auto interval_s =
+        std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(net.schedule.interval).count());
+    const auto epoch =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() /
+        interval_s;
+    const std::string self = SelfName(net, DefaultPort(net));
+    const auto chosen = SelectPeers(self + "/" + std::to_string(epoch), all, net.max_peers_per_cycle);
+    peers_.Add({{"set", "known"}}).Set(static_cast<double>(all.size()));
+    peers_.Add({{"set", "probed"}}).Set(static_cast<double>(chosen.size()));
+    if (chosen.empty()) return ProbeOutcome::Skipped("no_peers", "no usable peers configured");
+
+    const auto resolved = Resolve(chosen);
+    std::vector<PeerTarget> targets;
+    for (const auto& peer : resolved) {
+      if (peer.address) targets.push_back({peer.spec.name, *peer.address});
+    }
+    LatencyOptions latency;
+    latency.packets = net.packets_per_cycle;
+    latency.interval = net.packet_interval;
+    latency.reply_timeout = net.reply_timeout;
+    const auto measured = MeasureLatency(targets, latency, *secret, [&] { return ctx.ShouldStop(); });
+
+    json result = {{"mode", "scheduled"}, {"peers", json::array()}, {"errors", errors}};
+    std::vector<std::pair<std::string, SocketAddress>> up;
+    std::size_t target_index = 0;
+    for (const auto& peer : resolved) {
+      const prometheus::Labels labels = {{"peer", peer.spec.name}};
+      json entry = {{"peer", peer.spec.name}};
+      if (!peer.address) {
+        up_.Add(labels).Set(0);
+        entry["up"] = false;
+        entry["error"] = peer.error;
+        result["peers"].push_back(entry);
+        continue;
+      }
+      const LatencyResult& r = measured[target_index++];
+      const bool peer_up = r.received > 0;
+      up_.Add(labels).Set(peer_up ? 1 : 0);
+      sent_.Add(labels).Increment(r.sent);
+      lost_.Add(labels).Increment(r.lost());
+      auto& histogram = rtt_.Add(labels, RttBuckets());
+      for (const double rtt : r.rtt_seconds) histogram.Observe(rtt);
+      if (r.clock_offset_seconds) offset_.Add(labels).Set(*r.clock_offset_seconds);
+      entry["up"] = peer_up;
+      entry["address"] = peer.address->ToString();
+      entry["sent"] = r.sent;
+      entry["lost"] = r.lost();
+      entry["rtt_median_seconds"] = Median(r.rtt_seconds);
+      entry["clock_offset_seconds"] = r.clock_offset_seconds ? json(*r.clock_offset_seconds) : json(nullptr);
+      if (peer_up) up.emplace_back(peer.spec.name, *peer.address);
+      result["peers"].push_back(entry);
+    }
+    if (!resolved.empty() && up.empty()) {
+      return ProbeOutcome::Failure("all_peers_down", "no peer answered", result);
+    }
+    // A stable order, so that the round robin reaches every peer although the
+    // rendezvous choice is ordered by score.
+    std::sort(up.begin(), up.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    result["throughput"] = ScheduledThroughput(ctx, config, *secret, up);
+    return ProbeOutcome::Success(result);
+  }
+
+  // Bytes sent in throughput bursts during the last hour.
+  std::uint64_t BytesLastHour(Clock::time_point now) {
+    while (!spent_.empty() && now - spent_.front().first > std::chrono::hours(1)) spent_.pop_front();
+    std::uint64_t total = 0;
+    for (const auto& [when, bytes] : spent_) total += bytes;
+    return total;
+  }
+
+  json ScheduledThroughput(const RunContext& ctx, const config::Config& config, const Secret& secret,
+                           const std::vector<std::pair<std::string, SocketAddress>>& up) {
+    const config::NetProbeConfig& net = config.probes.net;
+    const auto skip = [&](const char* reason) {
+      throughput_skipped_.Add({{"reason", reason}}).Increment();
+      return json{{"skipped", reason}};
+    };
+    if (net.throughput_duration.count() == 0) return json{{"skipped", "disabled"}};
+    if (up.empty()) return skip("no_peer");
+    const auto planned = static_cast<std::uint64_t>(static_cast<double>(net.throughput_rate) *
+                                                    std::chrono::duration<double>(net.throughput_duration).count());
+    if (BytesLastHour(Clock::now()) + planned > config.budget.net_bytes_per_hour) return skip("budget");
+    // Round robin over peers; a BUSY peer keeps its turn and is retried next run.
+    const auto& [name, address] = up[next_throughput_peer_ % up.size()];
+    ThroughputOptions options;
+    options.test = next_is_udp_ ? ThroughputTest::kUdp : ThroughputTest::kTcp;
+    options.duration = net.throughput_duration;
+    options.rate_bytes_per_second = net.throughput_rate;
+    options.datagram_size = net.udp_datagram_size;
+    const auto r = RunThroughput(address, options, secret, [&] { return ctx.ShouldStop(); });
+    spent_.emplace_back(Clock::now(), r.bytes_sent);
+    throughput_bytes_.Add({{"peer", name}}).Increment(static_cast<double>(r.bytes_sent));
+    const char* test = next_is_udp_ ? "udp-throughput" : "tcp-throughput";
+    if (r.outcome == SessionOutcome::kBusy) return skip("busy");
+    if (r.outcome != SessionOutcome::kOk) {
+      spdlog::warn("net: {} to {}: {}", test, name, r.error);
+      skip("error");
+      ++next_throughput_peer_;
+      return ThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
+    }
+    const prometheus::Labels labels = {{"peer", name}};
+    if (options.test == ThroughputTest::kTcp) {
+      tcp_.Add(labels).Set(r.ReceivedBytesPerSecond());
+    } else {
+      udp_.Add(labels).Set(r.ReceivedBytesPerSecond());
+      udp_loss_.Add(labels).Set(r.LossRatio());
+      udp_jitter_.Add(labels).Set(r.jitter_seconds);
+      ++next_throughput_peer_;  // both tests done for this peer
+    }
+    next_is_udp_ = !next_is_udp_;
+    return ThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
+  }
+
+  // --- full --------------------------------------------------------------------
+
+  ProbeOutcome RunFull(const RunContext& ctx) {
+    const config::Config defaults;
+    const config::Config& config = ctx.config ? *ctx.config : defaults;
+    config::NetProbeConfig net = config.probes.net;
+    const json& options = ctx.options.is_object() ? ctx.options : json::object();
+    if (const std::string bad = ValidateNetOptions(options); !bad.empty()) {
+      return ProbeOutcome::Failure("bad_options", bad);
+    }
+    if (options.contains("ports")) net.ports = options["ports"].get<std::vector<std::uint16_t>>();
+    if (options.contains("hosts")) {
+      net.peers = options["hosts"].get<std::vector<std::string>>();
+      net.peers_file.clear();
+    }
+    std::set<std::string> tests;
+    if (options.contains("tests")) tests = options["tests"].get<std::set<std::string>>();
+    if (tests.empty()) tests.insert(FullRunTests().begin(), FullRunTests().end());
+    const double datarate = options.value("datarate", 0.0);
+    const double duration = options.value("duration", 1.0);
+    const bool ignore_bad = options.value("ignore_bad_hosts", false);
+
+    std::string error;
+    const auto secret = ClientSecret(net, &error);
+    if (!secret) return ProbeOutcome::Failure("no_secret", error);
+    std::vector<std::string> errors;
+    const auto specs = ConfiguredPeers(net, &errors);
+    json result = {{"mode", "full"}, {"date", VnetperfDate()}, {"tests", json::object()}, {"bad_hosts", json::array()}};
+    if (!errors.empty() && !ignore_bad) {
+      return ProbeOutcome::Failure("bad_hosts", errors.front(), result);
+    }
+
+    // Every host must answer a hello before any test runs (vnetperf's rule).
+    std::vector<std::pair<std::string, SocketAddress>> hosts;
+    for (const auto& peer : Resolve(specs)) {
+      std::string why = peer.error;
+      if (peer.address && Hello(*peer.address, *secret, kHelloTimeout, &why)) {
+        hosts.emplace_back(peer.spec.name, *peer.address);
+      } else {
+        result["bad_hosts"].push_back({{"node", peer.spec.name}, {"error", why}});
+      }
+    }
+    if (!result["bad_hosts"].empty() && !ignore_bad) {
+      return ProbeOutcome::Failure("bad_hosts",
+                                   "unreachable host " + result["bad_hosts"][0]["node"].get<std::string>() + ": " +
+                                       result["bad_hosts"][0]["error"].get<std::string>() +
+                                       " (use --ignore-bad-hosts to test the others)",
+                                   result);
+    }
+    if (hosts.empty()) return ProbeOutcome::Failure("no_hosts", "no reachable hosts", result);
+    const auto started = Clock::now();
+    const auto progress = [&](const std::string& test) {
+      if (ctx.on_progress) ctx.on_progress({test, Clock::now() - started, {}});
+    };
+    const auto stop = [&] { return ctx.ShouldStop(); };
+
+    if (tests.contains("latency")) {
+      progress("latency");
+      std::vector<PeerTarget> targets;
+      for (const auto& [name, address] : hosts) targets.push_back({name, address});
+      LatencyOptions latency;
+      latency.packets = kFullLatencyPackets;
+      latency.interval = kFullPacketInterval;
+      latency.reply_timeout = net.reply_timeout;
+      const auto measured = MeasureLatency(targets, latency, *secret, stop);
+      const std::string date = VnetperfDate();
+      json rows = json::array();
+      for (std::size_t i = 0; i < hosts.size(); ++i) {
+        const auto& r = measured[i];
+        rows.push_back({{"date", date},
+                        {"node", hosts[i].first},
+                        {"index", i},
+                        {"rtt_latency_us", Median(r.rtt_seconds) * 1e6},
+                        {"rtt_p99_us", Percentile(r.rtt_seconds, 0.99) * 1e6},
+                        {"clock_skew_us", r.clock_offset_seconds.value_or(0) * 1e6},
+                        {"sent", r.sent},
+                        {"lost", r.lost()}});
+      }
+      result["tests"]["latency"] = rows;
+    }
+    for (const char* test : {"tcp-throughput", "udp-throughput"}) {
+      if (!tests.contains(test)) continue;
+      progress(test);
+      json rows = json::array();
+      const std::vector<double> rates = datarate > 0 ? std::vector<double>{datarate} : kLadder;
+      for (const double rate : rates) {
+        if (ctx.ShouldStop()) break;
+        const std::string date = VnetperfDate();
+        json per_rate = json::array();
+        for (const auto& [name, address] : hosts) {
+          ThroughputOptions options;
+          options.test = std::string_view(test) == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
+          options.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(duration * 1e9));
+          options.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
+          options.datagram_size = net.udp_datagram_size;
+          per_rate.push_back(ThroughputRow(date, test, rate, name, RunThroughput(address, options, *secret, stop)));
+        }
+        for (const auto& row : per_rate) rows.push_back(row);
+        rows.push_back(AverageRow(per_rate, date, test, rate));
+      }
+      result["tests"][test] = rows;
+    }
+    if (tests.contains("connections")) {
+      progress("connections");
+      json rows = json::array();
+      for (const auto& [name, address] : hosts) {
+        const auto accepted = ConnectionTest(address, *secret, net.max_connections, std::chrono::seconds(10));
+        rows.push_back(
+            {{"date", VnetperfDate()}, {"node", name}, {"accepted", accepted}, {"maximum", net.max_connections}});
+      }
+      result["tests"]["connections"] = rows;
+    }
+    if (ctx.ShouldStop())
+      return ProbeOutcome::Failure(ctx.Cancelled() ? "cancelled" : "timeout", "net run stopped", result);
+    return ProbeOutcome::Success(result);
+  }
+
+  std::shared_ptr<prometheus::Registry> own_registry_;
+  prometheus::Registry& registry_;
+  prometheus::Family<prometheus::Histogram>& rtt_;
+  prometheus::Family<prometheus::Counter>& sent_;
+  prometheus::Family<prometheus::Counter>& lost_;
+  prometheus::Family<prometheus::Gauge>& offset_;
+  prometheus::Family<prometheus::Gauge>& up_;
+  prometheus::Family<prometheus::Gauge>& tcp_;
+  prometheus::Family<prometheus::Gauge>& udp_;
+  prometheus::Family<prometheus::Gauge>& udp_loss_;
+  prometheus::Family<prometheus::Gauge>& udp_jitter_;
+  prometheus::Family<prometheus::Counter>& throughput_bytes_;
+  prometheus::Family<prometheus::Counter>& throughput_skipped_;
+  prometheus::Family<prometheus::Gauge>& peers_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Counter>& dropped_;
+  prometheus::Gauge& responder_up_;
+
+  std::mutex run_mutex_;
+  std::mutex state_mutex_;
+  std::unique_ptr<Responder> responder_;  // declared last among owners: stopped first
+  Secret responder_secret_;
+  std::vector<std::uint16_t> responder_ports_;
+  PeersFile peers_file_;
+  std::deque<std::pair<Clock::time_point, std::uint64_t>> spent_;
+  std::size_t next_throughput_peer_ = 0;
+  bool next_is_udp_ = false;
+};
+
+}  // namespace
+
+const std::vector<std::string>& FullRunTests() {
+  static const std::vector<std::string> kTests = {"latency", "tcp-throughput", "udp-throughput", "connections"};
+  return kTests;
+}
+
+std::string ValidateNetOptions(const json& options) {
+  if (!options.is_object()) return "options must be a JSON object";
+  for (const auto& [key, value] : options.items()) {
+    if (key == "tests") {
+      if (!value.is_array()) return "tests: expected a list";
+      for (const auto& test : value) {
+        if (!test.is_string() ||
+            std::find(FullRunTests().begin(), FullRunTests().end(), test.get<std::string>()) == FullRunTests().end()) {
+          return "tests: unknown test " + test.dump() +
+                 " (known: latency, tcp-throughput, udp-throughput, connections)";
+        }
+      }
+    } else if (key == "datarate") {
+      if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > 100000) {
+        return "datarate: expected MB/s between 0 and 100000";
+      }
+    } else if (key == "duration") {
+      if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 60) {
+        return "duration: expected seconds, greater than 0 and at most 60";
+      }
+    } else if (key == "hosts") {
+      if (!value.is_array() || value.empty()) return "hosts: expected a non-empty list of host names";
+      for (const auto& host : value) {
+        if (!host.is_string()) return "hosts: expected strings";
+        std::string error;
+        if (!ParsePeerSpec(host.get<std::string>(), 14159, &error)) return "hosts: " + error;
+      }
+    } else if (key == "ignore_bad_hosts") {
+      if (!value.is_boolean()) return "ignore_bad_hosts: expected true or false";
+    } else if (key == "ports") {
+      if (!value.is_array() || value.empty()) return "ports: expected a non-empty list";
+      for (const auto& port : value) {
+        if (!port.is_number_integer() || port.get<std::int64_t>() < 1 || port.get<std::int64_t>() > 65535) {
+          return "ports: expected port numbers 1 to 65535";
+        }
+      }
+    } else {
+      return "unknown option \"" + key + "\"";
+    }
+  }
+  return "";
+}
+
+std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) { return std::make_unique<NetProbe>(deps); }
+
+}  // namespace hostperf::probes::net

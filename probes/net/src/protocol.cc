@@ -1,0 +1,346 @@
+#include "hostperf/probes/net/protocol.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+namespace hostperf::probes::net {
+
+namespace {
+
+class Writer {
+ public:
+  explicit Writer(std::vector<std::uint8_t>* out) : out_(out) {}
+  void U8(std::uint8_t v) { out_->push_back(v); }
+  void U16(std::uint16_t v) { Big(v, 2); }
+  void U32(std::uint32_t v) { Big(v, 4); }
+  void U64(std::uint64_t v) { Big(v, 8); }
+  void I64(std::int64_t v) { U64(static_cast<std::uint64_t>(v)); }
+
+ private:
+  void Big(std::uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) out_->push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+  std::vector<std::uint8_t>* out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> data) : data_(data) {}
+  std::uint8_t U8() { return static_cast<std::uint8_t>(Big(1)); }
+  std::uint16_t U16() { return static_cast<std::uint16_t>(Big(2)); }
+  std::uint32_t U32() { return static_cast<std::uint32_t>(Big(4)); }
+  std::uint64_t U64() { return Big(8); }
+  std::int64_t I64() { return static_cast<std::int64_t>(U64()); }
+  bool ok() const { return ok_; }
+
+ private:
+  std::uint64_t Big(std::size_t bytes) {
+    if (pos_ + bytes > data_.size()) {
+      ok_ = false;
+      return 0;
+    }
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < bytes; ++i) v = (v << 8) | data_[pos_ + i];
+    pos_ += bytes;
+    return v;
+  }
+  std::span<const std::uint8_t> data_;
+  std::size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+void Mac(const Secret& secret, std::span<const std::uint8_t> data, std::uint8_t* out) {
+  unsigned int length = 0;
+  static const std::uint8_t kEmpty = 0;
+  HMAC(EVP_sha256(), secret.empty() ? &kEmpty : secret.data(), static_cast<int>(secret.size()), data.data(),
+       data.size(), out, &length);
+}
+
+void WritePayload(const Message& m, Writer& w) {
+  switch (m.type) {
+    case MessageType::kHello:
+    case MessageType::kHelloAck:
+      w.U8(m.hello.version);
+      w.U8(0);
+      w.U16(0);
+      w.U32(m.hello.max_connections);
+      break;
+    case MessageType::kPing:
+    case MessageType::kPong:
+      w.U32(m.ping.seq);
+      w.U32(0);
+      w.I64(m.ping.t1_ns);
+      w.I64(m.type == MessageType::kPing ? 0 : m.ping.t2_ns);
+      w.I64(m.type == MessageType::kPing ? 0 : m.ping.t3_ns);
+      break;
+    case MessageType::kSessionStart:
+      w.U8(static_cast<std::uint8_t>(m.start.test));
+      w.U8(0);
+      w.U16(0);
+      w.U32(m.start.duration_ms);
+      w.U64(m.start.rate_bytes_per_second);
+      break;
+    case MessageType::kAccept:
+      w.U64(m.accept.token);
+      break;
+    case MessageType::kBusy:
+    case MessageType::kDenied:
+    case MessageType::kSessionStop:
+      break;
+    case MessageType::kResults:
+      w.U64(m.results.bytes);
+      w.U64(m.results.packets);
+      w.U64(m.results.packets_lost);
+      w.I64(m.results.duration_ns);
+      w.I64(m.results.jitter_ns);
+      break;
+  }
+}
+
+bool ReadPayload(Reader& r, Message* m) {
+  switch (m->type) {
+    case MessageType::kHello:
+    case MessageType::kHelloAck:
+      m->hello.version = r.U8();
+      r.U8();
+      r.U16();
+      m->hello.max_connections = r.U32();
+      break;
+    case MessageType::kPing:
+    case MessageType::kPong:
+      m->ping.seq = r.U32();
+      r.U32();
+      m->ping.t1_ns = r.I64();
+      m->ping.t2_ns = r.I64();
+      m->ping.t3_ns = r.I64();
+      break;
+    case MessageType::kSessionStart: {
+      const std::uint8_t test = r.U8();
+      if (test != static_cast<std::uint8_t>(ThroughputTest::kTcp) &&
+          test != static_cast<std::uint8_t>(ThroughputTest::kUdp)) {
+        return false;
+      }
+      m->start.test = static_cast<ThroughputTest>(test);
+      r.U8();
+      r.U16();
+      m->start.duration_ms = r.U32();
+      m->start.rate_bytes_per_second = r.U64();
+      break;
+    }
+    case MessageType::kAccept:
+      m->accept.token = r.U64();
+      break;
+    case MessageType::kBusy:
+    case MessageType::kDenied:
+    case MessageType::kSessionStop:
+      break;
+    case MessageType::kResults:
+      m->results.bytes = r.U64();
+      m->results.packets = r.U64();
+      m->results.packets_lost = r.U64();
+      m->results.duration_ns = r.I64();
+      m->results.jitter_ns = r.I64();
+      break;
+  }
+  return r.ok();
+}
+
+bool KnownType(std::uint8_t type) { return type >= 1 && type <= 10; }
+
+}  // namespace
+
+std::string_view ToString(MessageType type) {
+  switch (type) {
+    case MessageType::kHello:
+      return "hello";
+    case MessageType::kHelloAck:
+      return "hello_ack";
+    case MessageType::kPing:
+      return "ping";
+    case MessageType::kPong:
+      return "pong";
+    case MessageType::kSessionStart:
+      return "session_start";
+    case MessageType::kAccept:
+      return "accept";
+    case MessageType::kBusy:
+      return "busy";
+    case MessageType::kDenied:
+      return "denied";
+    case MessageType::kSessionStop:
+      return "session_stop";
+    case MessageType::kResults:
+      return "results";
+  }
+  return "unknown";
+}
+
+std::string_view ToString(DecodeError error) {
+  switch (error) {
+    case DecodeError::kTruncated:
+      return "truncated";
+    case DecodeError::kBadMagic:
+      return "bad_magic";
+    case DecodeError::kBadVersion:
+      return "bad_version";
+    case DecodeError::kBadType:
+      return "bad_type";
+    case DecodeError::kBadLength:
+      return "bad_length";
+    case DecodeError::kBadHmac:
+      return "bad_hmac";
+    case DecodeError::kMalformed:
+      return "malformed";
+  }
+  return "unknown";
+}
+
+std::optional<std::size_t> PayloadSize(MessageType type) {
+  switch (type) {
+    case MessageType::kHello:
+    case MessageType::kHelloAck:
+      return 8;
+    case MessageType::kPing:
+    case MessageType::kPong:
+      return 32;
+    case MessageType::kSessionStart:
+      return 16;
+    case MessageType::kAccept:
+      return 8;
+    case MessageType::kBusy:
+    case MessageType::kDenied:
+    case MessageType::kSessionStop:
+      return 0;
+    case MessageType::kResults:
+      return 40;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret) {
+  std::vector<std::uint8_t> out;
+  out.reserve(kHeaderSize + 64 + kMacSize);
+  Writer w(&out);
+  w.U32(kMagic);
+  w.U8(kProtocolVersion);
+  w.U8(static_cast<std::uint8_t>(message.type));
+  w.U16(0);
+  w.U32(message.session);
+  w.U16(static_cast<std::uint16_t>(PayloadSize(message.type).value_or(0)));
+  w.U16(0);
+  WritePayload(message, w);
+  const std::size_t signed_size = out.size();
+  out.resize(signed_size + kMacSize);
+  Mac(secret, std::span(out.data(), signed_size), out.data() + signed_size);
+  return out;
+}
+
+Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret) {
+  Decoded decoded;
+  if (data.size() < kHeaderSize) {
+    decoded.error = DecodeError::kTruncated;
+    return decoded;
+  }
+  Reader header(data.first(kHeaderSize));
+  const std::uint32_t magic = header.U32();
+  const std::uint8_t version = header.U8();
+  const std::uint8_t type = header.U8();
+  header.U16();
+  const std::uint32_t session = header.U32();
+  const std::uint16_t length = header.U16();
+  if (magic != kMagic) {
+    decoded.error = DecodeError::kBadMagic;
+    return decoded;
+  }
+  if (version != kProtocolVersion) {
+    decoded.error = DecodeError::kBadVersion;
+    return decoded;
+  }
+  if (!KnownType(type)) {
+    decoded.error = DecodeError::kBadType;
+    return decoded;
+  }
+  const auto message_type = static_cast<MessageType>(type);
+  if (length > kMaxPayload || length != PayloadSize(message_type)) {
+    decoded.error = DecodeError::kBadLength;
+    return decoded;
+  }
+  const std::size_t total = kHeaderSize + length + kMacSize;
+  if (data.size() < total) {
+    decoded.error = DecodeError::kTruncated;
+    return decoded;
+  }
+  decoded.consumed = total;
+  std::uint8_t mac[kMacSize];
+  Mac(secret, data.first(kHeaderSize + length), mac);
+  if (CRYPTO_memcmp(mac, data.data() + kHeaderSize + length, kMacSize) != 0) {
+    decoded.error = DecodeError::kBadHmac;
+    return decoded;
+  }
+  Message message;
+  message.type = message_type;
+  message.session = session;
+  Reader payload(data.subspan(kHeaderSize, length));
+  if (!ReadPayload(payload, &message)) {
+    decoded.error = DecodeError::kMalformed;
+    return decoded;
+  }
+  decoded.message = message;
+  return decoded;
+}
+
+void EncodeUdpData(const UdpData& data, std::span<std::uint8_t> datagram) {
+  std::vector<std::uint8_t> header;
+  Writer w(&header);
+  w.U32(kUdpDataMagic);
+  w.U64(data.token);
+  w.U64(data.seq);
+  w.I64(data.sent_ns);
+  std::copy(header.begin(), header.end(), datagram.begin());
+}
+
+std::optional<UdpData> DecodeUdpData(std::span<const std::uint8_t> datagram) {
+  Reader r(datagram);
+  if (r.U32() != kUdpDataMagic) return std::nullopt;
+  UdpData data;
+  data.token = r.U64();
+  data.seq = r.U64();
+  data.sent_ns = r.I64();
+  if (!r.ok()) return std::nullopt;
+  return data;
+}
+
+SecretResult ReadSecretFile(const std::string& path) {
+  SecretResult result;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    result.error = "cannot read secret file " + path;
+    return result;
+  }
+  result.secret.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  while (!result.secret.empty() && std::isspace(result.secret.back())) result.secret.pop_back();
+  if (result.secret.size() < 16) {
+    result.error = "secret file " + path + " holds fewer than 16 bytes";
+    result.secret.clear();
+  }
+  return result;
+}
+
+Secret RandomSecret() {
+  Secret secret(32);
+  if (RAND_bytes(secret.data(), static_cast<int>(secret.size())) != 1) {
+    std::random_device device;
+    for (auto& byte : secret) byte = static_cast<std::uint8_t>(device());
+  }
+  return secret;
+}
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,487 @@
+#include "hostperf/probes/net/responder.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+#include <utility>
+
+namespace hostperf::probes::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kReadChunk = 256 * 1024;
+constexpr std::size_t kMaxBufferedControl = 4 * kMaxMessage;
+constexpr std::size_t kMaxTrackedSources = 4096;
+// A session whose client vanished is ended this long after its planned end.
+constexpr auto kSessionGrace = std::chrono::seconds(10);
+// A control connection idle this long (no session) is closed.
+constexpr auto kIdleTimeout = std::chrono::seconds(30);
+
+// Per-source token bucket.
+struct Bucket {
+  double tokens = 0;
+  Clock::time_point refilled;
+};
+
+enum class ConnState { kAwaitHello, kReady, kTcpStreaming, kUdpSession, kClosing };
+
+struct Connection {
+  Fd fd;
+  std::string source;
+  ConnState state = ConnState::kAwaitHello;
+  std::vector<std::uint8_t> in;
+  std::vector<std::uint8_t> out;
+  Clock::time_point last_activity;
+};
+
+struct Session {
+  bool active = false;
+  int owner_fd = -1;
+  ThroughputTest test = ThroughputTest::kTcp;
+  std::uint64_t token = 0;
+  std::uint32_t session_id = 0;
+  Clock::time_point started;
+  Clock::time_point expires;
+  std::uint64_t bytes = 0;
+  std::uint64_t packets = 0;
+  std::uint64_t max_seq = 0;
+  std::optional<Clock::time_point> first_byte;
+  Clock::time_point last_byte;
+  // RFC 3550 jitter state (ns).
+  std::optional<std::int64_t> last_transit;
+  double jitter_ns = 0;
+};
+
+struct Listener {
+  Fd fd;
+  bool udp = false;
+};
+
+class ResponderImpl final : public Responder {
+ public:
+  explicit ResponderImpl(ResponderOptions options) : options_(std::move(options)), rng_(std::random_device{}()) {}
+
+  ~ResponderImpl() override {
+    stop_.store(true);
+    const std::uint64_t one = 1;
+    if (wake_.valid()) (void)!::write(wake_.get(), &one, sizeof(one));
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::vector<std::uint16_t> Ports() const override { return ports_; }
+
+  bool Bind(std::string* error) {
+    wake_ = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    std::vector<std::string> hosts;
+    if (options_.bind_address.empty()) {
+      hosts = {"127.0.0.1", "::1"};
+    } else {
+      hosts = {options_.bind_address};
+    }
+    for (const std::uint16_t wanted : options_.ports) {
+      std::uint16_t port = wanted;
+      for (std::size_t i = 0; i < hosts.size(); ++i) {
+        auto address = ParseNumericAddress(hosts[i], port);
+        if (!address) {
+          *error = "net.bind_address \"" + hosts[i] + "\" is not a numeric IPv4 or IPv6 address";
+          return false;
+        }
+        std::string bind_error;
+        if (!BindPair(*address, &port, &bind_error)) {
+          // ::1 may be missing on hosts without IPv6; the IPv4 loopback suffices.
+          if (options_.bind_address.empty() && i > 0) continue;
+          *error = bind_error;
+          return false;
+        }
+      }
+      ports_.push_back(port);
+    }
+    thread_ = std::thread([this] { Loop(); });
+    return true;
+  }
+
+ private:
+  // Binds TCP and UDP on the same port; an ephemeral port is taken from TCP.
+  bool BindPair(SocketAddress address, std::uint16_t* port, std::string* error) {
+    Fd tcp = NonBlockingSocket(address.family(), SOCK_STREAM);
+    Fd udp = NonBlockingSocket(address.family(), SOCK_DGRAM);
+    const int one = 1;
+    ::setsockopt(tcp.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (address.family() == AF_INET6) {
+      const int v6only = options_.bind_address == "::" ? 0 : 1;
+      ::setsockopt(tcp.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+      ::setsockopt(udp.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+    }
+    address.set_port(*port);
+    if (::bind(tcp.get(), address.get(), address.length) != 0 || ::listen(tcp.get(), 128) != 0) {
+      *error = "cannot bind TCP " + address.ToString() + ": " + std::strerror(errno);
+      return false;
+    }
+    SocketAddress bound;
+    bound.length = sizeof(bound.storage);
+    ::getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&bound.storage), &bound.length);
+    address.set_port(bound.port());
+    if (::bind(udp.get(), address.get(), address.length) != 0) {
+      *error = "cannot bind UDP " + address.ToString() + ": " + std::strerror(errno);
+      return false;
+    }
+    const int buffer = 4 * 1024 * 1024;
+    ::setsockopt(udp.get(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
+    *port = bound.port();
+    listeners_.push_back({std::move(tcp), false});
+    listeners_.push_back({std::move(udp), true});
+    return true;
+  }
+
+  void Drop(std::string_view reason) {
+    if (options_.observer) options_.observer->OnDrop(reason);
+  }
+  void Count(MessageType type) {
+    if (options_.observer) options_.observer->OnRequest(ToString(type));
+  }
+
+  bool Allow(const std::string& source, Clock::time_point now) {
+    const double rate = options_.packets_per_second_per_source;
+    auto it = buckets_.find(source);
+    if (it == buckets_.end()) {
+      if (buckets_.size() >= kMaxTrackedSources) {
+        // Forget sources whose buckets are full again: they are idle.
+        std::erase_if(buckets_, [&](const auto& entry) {
+          return entry.second.tokens + std::chrono::duration<double>(now - entry.second.refilled).count() * rate >=
+                 rate;
+        });
+        if (buckets_.size() >= kMaxTrackedSources) return false;
+      }
+      it = buckets_.emplace(source, Bucket{rate, now}).first;
+    }
+    Bucket& bucket = it->second;
+    bucket.tokens = std::min(rate, bucket.tokens + std::chrono::duration<double>(now - bucket.refilled).count() * rate);
+    bucket.refilled = now;
+    if (bucket.tokens < 1) return false;
+    bucket.tokens -= 1;
+    return true;
+  }
+
+  void Loop() {
+    std::vector<pollfd> fds;
+    std::vector<std::uint8_t> buffer(kReadChunk);
+    while (!stop_.load()) {
+      fds.clear();
+      fds.push_back({wake_.get(), POLLIN, 0});
+      for (const Listener& l : listeners_) fds.push_back({l.fd.get(), POLLIN, 0});
+      for (const auto& [fd, conn] : connections_) {
+        fds.push_back({fd, static_cast<short>(POLLIN | (conn.out.empty() ? 0 : POLLOUT)), 0});
+      }
+      const int rc = ::poll(fds.data(), fds.size(), 100);
+      if (rc < 0 && errno != EINTR) break;
+      const auto now = Clock::now();
+      for (std::size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        const std::size_t listener = i - 1;
+        if (listener < listeners_.size()) {
+          if (listeners_[listener].udp) {
+            ServeUdp(listeners_[listener].fd.get(), buffer);
+          } else {
+            AcceptAll(listeners_[listener].fd.get(), now);
+          }
+        } else {
+          ServeConnection(fds[i].fd, fds[i].revents, buffer, now);
+        }
+      }
+      Expire(now);
+    }
+  }
+
+  // --- UDP -----------------------------------------------------------------
+
+  void ServeUdp(int fd, std::vector<std::uint8_t>& buffer) {
+    for (int budget = 0; budget < 4096; ++budget) {
+      SocketAddress from;
+      from.length = sizeof(from.storage);
+      const ssize_t n =
+          ::recvfrom(fd, buffer.data(), buffer.size(), 0, reinterpret_cast<sockaddr*>(&from.storage), &from.length);
+      if (n < 0) return;
+      const auto now = Clock::now();
+      const std::span<const std::uint8_t> datagram(buffer.data(), static_cast<std::size_t>(n));
+      if (const auto data = DecodeUdpData(datagram)) {
+        OnUdpData(*data, datagram.size(), now);
+        continue;
+      }
+      if (!Allow(from.Host(), now)) {
+        Drop("rate_limited");
+        continue;
+      }
+      const Decoded decoded = Decode(datagram, options_.secret);
+      if (!decoded.message || decoded.consumed != datagram.size()) {
+        Drop(decoded.error == DecodeError::kBadHmac ? "bad_hmac" : "malformed");
+        continue;
+      }
+      Message reply = *decoded.message;
+      if (reply.type == MessageType::kPing) {
+        reply.type = MessageType::kPong;
+        reply.ping.t2_ns = options_.realtime();
+      } else if (reply.type == MessageType::kHello) {
+        reply.type = MessageType::kHelloAck;
+        reply.hello.version = kProtocolVersion;
+        reply.hello.max_connections = options_.max_connections;
+      } else {
+        Drop("malformed");
+        continue;
+      }
+      Count(decoded.message->type);
+      reply.ping.t3_ns = options_.realtime();
+      const auto bytes = Encode(reply, options_.secret);
+      // Amplification guard: a reply never exceeds its request.
+      if (bytes.size() > datagram.size()) continue;
+      ::sendto(fd, bytes.data(), bytes.size(), MSG_DONTWAIT, from.get(), from.length);
+    }
+  }
+
+  void OnUdpData(const UdpData& data, std::size_t size, Clock::time_point now) {
+    if (!session_.active || session_.test != ThroughputTest::kUdp || data.token != session_.token) {
+      Drop("malformed");
+      return;
+    }
+    session_.bytes += size;
+    session_.packets += 1;
+    session_.max_seq = std::max(session_.max_seq, data.seq);
+    if (!session_.first_byte) session_.first_byte = now;
+    session_.last_byte = now;
+    const std::int64_t transit = options_.realtime() - data.sent_ns;
+    if (session_.last_transit) {
+      const double d = static_cast<double>(std::llabs(transit - *session_.last_transit));
+      session_.jitter_ns += (d - session_.jitter_ns) / 16.0;
+    }
+    session_.last_transit = transit;
+  }
+
+  // --- TCP -----------------------------------------------------------------
+
+  void AcceptAll(int listen_fd, Clock::time_point now) {
+    while (true) {
+      SocketAddress from;
+      from.length = sizeof(from.storage);
+      Fd fd(
+          ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!fd.valid()) return;
+      if (connections_.size() >= options_.max_connections) {
+        Drop("connection_limit");
+        continue;  // closed at once: the connection-limit test sees EOF
+      }
+      if (!Allow(from.Host(), now)) {
+        Drop("rate_limited");
+        continue;
+      }
+      const int one = 1;
+      ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      Connection conn;
+      conn.source = from.Host();
+      conn.last_activity = now;
+      const int key = fd.get();
+      conn.fd = std::move(fd);
+      connections_.emplace(key, std::move(conn));
+    }
+  }
+
+  void Close(int fd) {
+    if (session_.active && session_.owner_fd == fd) session_ = Session{};
+    connections_.erase(fd);
+  }
+
+  void ServeConnection(int fd, short revents, std::vector<std::uint8_t>& buffer, Clock::time_point now) {
+    auto it = connections_.find(fd);
+    if (it == connections_.end()) return;
+    Connection& conn = it->second;
+    if (revents & POLLOUT) Flush(conn);
+    if (revents & (POLLIN | POLLHUP | POLLERR)) {
+      while (true) {
+        const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), 0);
+        if (n == 0) {
+          OnEof(conn);
+          break;
+        }
+        if (n < 0) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+          if (errno == EINTR) continue;
+          return Close(fd);
+        }
+        conn.last_activity = now;
+        if (conn.state == ConnState::kTcpStreaming) {
+          OnTcpData(static_cast<std::size_t>(n), now);
+          continue;
+        }
+        if (conn.state == ConnState::kClosing) continue;
+        conn.in.insert(conn.in.end(), buffer.begin(), buffer.begin() + n);
+        if (!ProcessControl(conn, now)) return Close(fd);
+        if (static_cast<std::size_t>(n) < buffer.size()) break;
+      }
+    }
+    if (conn.state == ConnState::kClosing && conn.out.empty()) return Close(fd);
+    if (!conn.out.empty()) Flush(conn);
+    if (conn.state == ConnState::kClosing && conn.out.empty()) Close(fd);
+  }
+
+  void Flush(Connection& conn) {
+    while (!conn.out.empty()) {
+      const ssize_t n = ::send(conn.fd.get(), conn.out.data(), conn.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n <= 0) {
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          conn.out.clear();
+          conn.state = ConnState::kClosing;
+        }
+        return;
+      }
+      conn.out.erase(conn.out.begin(), conn.out.begin() + n);
+    }
+  }
+
+  void Send(Connection& conn, const Message& message) {
+    const auto bytes = Encode(message, options_.secret);
+    conn.out.insert(conn.out.end(), bytes.begin(), bytes.end());
+  }
+
+  void OnTcpData(std::size_t bytes, Clock::time_point now) {
+    if (!session_.first_byte) session_.first_byte = now;
+    session_.last_byte = now;
+    session_.bytes += bytes;
+  }
+
+  void OnEof(Connection& conn) {
+    if (conn.state == ConnState::kTcpStreaming && session_.active && session_.owner_fd == conn.fd.get()) {
+      // The client half-closed: the stream was the request, the results the reply.
+      Send(conn, ResultsMessage());
+      session_ = Session{};
+    }
+    conn.state = ConnState::kClosing;
+  }
+
+  Message ResultsMessage() const {
+    Message m;
+    m.type = MessageType::kResults;
+    m.session = session_.session_id;
+    m.results.bytes = session_.bytes;
+    m.results.packets = session_.packets;
+    const std::uint64_t expected = session_.packets == 0 ? 0 : session_.max_seq + 1;
+    m.results.packets_lost = expected > session_.packets ? expected - session_.packets : 0;
+    m.results.duration_ns =
+        session_.first_byte ? std::chrono::nanoseconds(session_.last_byte - *session_.first_byte).count() : 0;
+    m.results.jitter_ns = static_cast<std::int64_t>(session_.jitter_ns);
+    return m;
+  }
+
+  // Handles whole control messages; false closes the connection silently.
+  bool ProcessControl(Connection& conn, Clock::time_point now) {
+    std::size_t offset = 0;
+    while (conn.state != ConnState::kTcpStreaming && conn.state != ConnState::kClosing) {
+      const Decoded decoded = Decode(std::span(conn.in).subspan(offset), options_.secret);
+      if (!decoded.message) {
+        if (decoded.error == DecodeError::kTruncated && conn.in.size() - offset < kMaxBufferedControl) break;
+        Drop(decoded.error == DecodeError::kBadHmac ? "bad_hmac" : "malformed");
+        return false;
+      }
+      offset += decoded.consumed;
+      if (!HandleControl(conn, *decoded.message, now)) return false;
+    }
+    if (conn.state == ConnState::kTcpStreaming && offset < conn.in.size()) {
+      OnTcpData(conn.in.size() - offset, now);  // data right behind the start message
+      offset = conn.in.size();
+    }
+    conn.in.erase(conn.in.begin(), conn.in.begin() + static_cast<long>(offset));
+    return true;
+  }
+
+  bool HandleControl(Connection& conn, const Message& message, Clock::time_point now) {
+    Message reply;
+    reply.session = message.session;
+    switch (conn.state) {
+      case ConnState::kAwaitHello:
+        if (message.type != MessageType::kHello) break;
+        Count(message.type);
+        reply.type = MessageType::kHelloAck;
+        reply.hello.max_connections = options_.max_connections;
+        Send(conn, reply);
+        conn.state = ConnState::kReady;
+        return true;
+      case ConnState::kReady:
+        if (message.type != MessageType::kSessionStart) break;
+        Count(message.type);
+        if (session_.active) {
+          Drop("busy");
+          reply.type = MessageType::kBusy;
+        } else if (message.start.duration_ms == 0 || message.start.duration_ms > options_.max_session_ms) {
+          reply.type = MessageType::kDenied;
+        } else {
+          session_ = Session{};
+          session_.active = true;
+          session_.owner_fd = conn.fd.get();
+          session_.test = message.start.test;
+          session_.token = rng_() | 1;
+          session_.session_id = message.session;
+          session_.started = now;
+          session_.expires = now + std::chrono::milliseconds(message.start.duration_ms) + kSessionGrace;
+          reply.type = MessageType::kAccept;
+          reply.accept.token = session_.token;
+          conn.state = message.start.test == ThroughputTest::kTcp ? ConnState::kTcpStreaming : ConnState::kUdpSession;
+        }
+        Send(conn, reply);
+        return true;
+      case ConnState::kUdpSession:
+        if (message.type != MessageType::kSessionStop) break;
+        Count(message.type);
+        Send(conn, ResultsMessage());
+        session_ = Session{};
+        conn.state = ConnState::kReady;
+        return true;
+      case ConnState::kTcpStreaming:
+      case ConnState::kClosing:
+        break;
+    }
+    Drop("malformed");  // a message that does not fit the connection's state
+    return false;
+  }
+
+  void Expire(Clock::time_point now) {
+    if (session_.active && now > session_.expires) Close(session_.owner_fd);
+    std::vector<int> idle;
+    for (const auto& [fd, conn] : connections_) {
+      const bool in_session = session_.active && session_.owner_fd == fd;
+      if (!in_session && now - conn.last_activity > kIdleTimeout) idle.push_back(fd);
+    }
+    for (const int fd : idle) Close(fd);
+  }
+
+  ResponderOptions options_;
+  std::vector<Listener> listeners_;
+  std::vector<std::uint16_t> ports_;
+  std::map<int, Connection> connections_;
+  std::map<std::string, Bucket> buckets_;
+  Session session_;
+  std::mt19937_64 rng_;
+  Fd wake_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Responder> StartResponder(ResponderOptions options, std::string* error) {
+  auto responder = std::make_unique<ResponderImpl>(std::move(options));
+  std::string ignored;
+  if (!responder->Bind(error ? error : &ignored)) return nullptr;
+  return responder;
+}
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""End to end: the real daemon, a real Prometheus with the rules and a real Alertmanager, on loopback.
+
+  1. starts hostperf_exporter on 127.0.0.1:0 with an accelerated config (every
+     probe runs every few seconds; net probes the daemon's own responder) and a
+     fault: probes.cpu.baselines sets this binary's baseline (fingerprint from
+     `hostperf_exporter --version`) to 1 us, so every run is "slower than baseline";
+  2. waits until every probe has succeeded, scrapes /metrics and checks that every
+     metric name the dashboards and rules use is served (recording-rule outputs,
+     ALERTS and up excepted), that every family is documented in docs/metrics.md;
+  3. starts Alertmanager and Prometheus (2 s scrape and evaluation) with the rules
+     from dashboards/rules, `for:` durations cut to 2 s by this script (the only
+     change: see shorten_for);
+  4. every dashboard query returns data through Prometheus' HTTP API;
+  5. HostperfCpuSlowerThanBaseline fires and reaches Alertmanager (/api/v2/alerts)
+     with its severity, summary, description and runbook_url.
+
+Usage: e2e_test.py --exporter BIN --work DIR [--prometheus BIN] [--alertmanager BIN]
+"""
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import yaml
+
+import dashboard_lib as lib
+
+DEADLINE_SECONDS = 150
+FAULT_ALERT = "HostperfCpuSlowerThanBaseline"
+PROBES = ("cpu", "memory", "disk", "net")
+
+
+class Failure(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read().decode("utf-8")
+
+
+def wait_for(what, check, deadline, interval=1.0):
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except (OSError, ValueError, KeyError) as e:
+            last = e
+        time.sleep(interval)
+    raise Failure(f"timed out waiting for {what}" + (f" (last error: {last})" if last else ""))
+
+
+class Processes:
+    def __init__(self):
+        self.children = []
+
+    def start(self, name, argv, log):
+        handle = open(log, "w", encoding="utf-8")
+        child = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        self.children.append((name, child, handle))
+        return child
+
+    def stop(self):
+        for name, child, handle in reversed(self.children):
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+                try:
+                    child.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+            handle.close()
+
+
+def fingerprint(exporter):
+    out = subprocess.run([exporter, "--version"], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"fingerprint:\s*(\S+)", out)
+    if not match:
+        raise Failure(f"no fingerprint in `hostperf_exporter --version`: {out!r}")
+    return match.group(1)
+
+
+def exporter_config(work, fp):
+    state = work / "state"
+    (state / "disk").mkdir(parents=True, exist_ok=True)
+    return f"""# e2e_test.py: every probe every few seconds; the CPU baseline of this binary set to 1 us (the fault).
+state_directory = "{state}"
+
+[budget]
+cpu_seconds_per_hour = 3600
+disk_bytes_per_hour = "4gb"
+net_bytes_per_hour = "4gb"
+
+[scheduler]
+first_run_splay = "1s"
+jitter = 0
+
+[probes.cpu]
+interval = "3s"
+timeout = "3s"
+throttle_samples = 10
+baselines = {{ "{fp}" = "1us" }}
+
+[probes.memory]
+interval = "3s"
+timeout = "3s"
+memory_budget = "32mb"
+
+[probes.disk]
+interval = "3s"
+timeout = "3s"
+bytes_per_run = "4mb"
+reserve = "1mb"
+
+[probes.net]
+interval = "2s"
+timeout = "2s"
+ports = [{free_port()}]
+packets_per_cycle = 10
+packet_interval = "1ms"
+reply_timeout = "200ms"
+throughput_duration = "100ms"
+"""
+
+
+def start_exporter(procs, exporter, work, fp, deadline):
+    config = work / "hostperf.toml"
+    config.write_text(exporter_config(work, fp), encoding="utf-8")
+    log = work / "exporter.log"
+    child = procs.start("hostperf_exporter", [exporter, f"--config.file={config}",
+                                              "--web.listen-address=127.0.0.1:0"], log)
+
+    def port():
+        if child.poll() is not None:
+            raise Failure(f"hostperf_exporter exited with {child.returncode}:\n{log.read_text()}")
+        match = re.search(r"listening on \S+ \(port (\d+)\)", log.read_text())
+        return match and int(match.group(1))
+
+    return wait_for("hostperf_exporter to listen", port, deadline, 0.2)
+
+
+def sample_value(text, name, labels):
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def wait_for_probes(url, deadline):
+    def ready():
+        text = http_get(url)
+        ok = all(sample_value(text, "hostperf_probe_success", {"probe": p}) == 1 for p in PROBES)
+        # both scheduled throughput bursts (they alternate TCP and UDP) and a baseline ratio
+        ok = ok and "hostperf_net_udp_throughput_bytes_per_second{" in text
+        ok = ok and "hostperf_net_tcp_throughput_bytes_per_second{" in text
+        ok = ok and "\nhostperf_cpu_baseline_ratio " in text
+        return text if ok else None
+
+    return wait_for("every probe to succeed (cpu, memory, disk, net incl. TCP and UDP bursts)", ready, deadline)
+
+
+def check_metric_names(exposition):
+    families = lib.exposition_families(exposition)
+    documented = set(re.findall(r"`((?:hostperf|process)_[a-z0-9_]+)`",
+                                (lib.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")))
+    allowed = lib.recorded_names() | {"ALERTS", "up"}
+    errors = []
+    used = {}
+    for uid, title, expr in lib.dashboard_queries():
+        for name in lib.metric_names(lib.expand(expr)):
+            used.setdefault(name, f"dashboard {uid}, panel {title!r}")
+    for rule in lib.rules():
+        for name in lib.metric_names(rule["expr"]):
+            used.setdefault(name, f"rule {rule.get('alert') or rule.get('record')}")
+    for name, where in sorted(used.items()):
+        if name in allowed:
+            continue
+        family = lib.resolve(name, families)
+        if family is None:
+            errors.append(f"{name} ({where}) is not served by the daemon")
+        elif family and family not in documented:
+            errors.append(f"{family} ({where}) is not documented in docs/metrics.md")
+    if errors:
+        raise Failure("metric names:\n  " + "\n  ".join(errors))
+    print(f"ok: {len(used)} metric names used by dashboards and rules; the daemon serves every one")
+
+
+def shorten_for(rule_text):
+    """The alert rules with every `for:` cut to 2s: the only difference from the shipped file."""
+    data = yaml.safe_load(rule_text)
+    for group in data["groups"]:
+        for rule in group["rules"]:
+            if "for" in rule:
+                rule["for"] = "2s"
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def start_alertmanager(procs, binary, work, deadline):
+    port = free_port()
+    config = work / "alertmanager.yml"
+    config.write_text(yaml.safe_dump({
+        "route": {"receiver": "null", "group_wait": "1s", "group_interval": "1s", "repeat_interval": "1h"},
+        "receivers": [{"name": "null"}]}), encoding="utf-8")
+    procs.start("alertmanager", [binary, f"--config.file={config}", f"--storage.path={work / 'am-data'}",
+                                 f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+                work / "alertmanager.log")
+    base = f"http://127.0.0.1:{port}"
+    wait_for("alertmanager to be ready", lambda: http_get(base + "/-/ready") is not None, deadline, 0.5)
+    return base
+
+
+def start_prometheus(procs, binary, work, exporter_port, am_base, deadline):
+    rules_dir = work / "rules"
+    rules_dir.mkdir(exist_ok=True)
+    for path in sorted(lib.RULES_DIR.glob("*.yml")):
+        (rules_dir / path.name).write_text(shorten_for(path.read_text(encoding="utf-8")), encoding="utf-8")
+    port = free_port()
+    config = work / "prometheus.yml"
+    config.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
+        "rule_files": [str(rules_dir / "*.yml")],
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [am_base.removeprefix("http://")]}]}]},
+        "scrape_configs": [{"job_name": "hostperf", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
+    }), encoding="utf-8")
+    procs.start("prometheus", [binary, f"--config.file={config}", f"--storage.tsdb.path={work / 'prom-data'}",
+                               f"--web.listen-address=127.0.0.1:{port}"], work / "prometheus.log")
+    base = f"http://127.0.0.1:{port}"
+    wait_for("prometheus to be ready", lambda: http_get(base + "/-/ready") is not None, deadline, 0.5)
+    return base
+
+
+def query(base, expr):
+    body = json.loads(http_get(base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
+    if body.get("status") != "success":
+        raise ValueError(f"query failed: {body}")
+    return body["data"]["result"]
+
+
+def check_dashboard_queries(base, deadline):
+    pending = {(uid, title, expr) for uid, title, expr in lib.dashboard_queries()}
+
+    def all_have_data():
+        for item in sorted(pending):
+            if query(base, lib.expand(item[2])):
+                pending.discard(item)
+        return not pending
+
+    try:
+        wait_for("every dashboard query to return data", all_have_data, deadline, 2)
+    except Failure as e:
+        raise Failure(str(e) + ":\n  " + "\n  ".join(f"{u} / {t}: {x}" for u, t, x in sorted(pending)))
+    print(f"ok: all {len(lib.dashboard_queries())} dashboard queries return data")
+
+
+def check_alert(am_base, deadline):
+    def delivered():
+        alerts = json.loads(http_get(am_base + "/api/v2/alerts"))
+        return [a for a in alerts if a["labels"].get("alertname") == FAULT_ALERT and a["status"]["state"] == "active"]
+
+    alerts = wait_for(f"{FAULT_ALERT} to reach Alertmanager", delivered, deadline, 1)
+    alert = alerts[0]
+    expected = {"severity": "warning", "job": "hostperf"}
+    if any(alert["labels"].get(k) != v for k, v in expected.items()) or "fingerprint" not in alert["labels"]:
+        raise Failure(f"unexpected labels: {alert['labels']}")
+    notes = alert["annotations"]
+    if notes.get("runbook_url") != f"docs/runbooks.md#{FAULT_ALERT.lower()}" or "times the CPU time" not in \
+            notes.get("description", "") or not notes.get("summary"):
+        raise Failure(f"unexpected annotations: {notes}")
+    print(f"ok: {FAULT_ALERT} reached Alertmanager: {alert['labels']}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exporter", required=True)
+    parser.add_argument("--work", type=pathlib.Path, required=True)
+    parser.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
+    parser.add_argument("--alertmanager", default=shutil.which("prometheus-alertmanager") or
+                        shutil.which("alertmanager") or "/usr/bin/prometheus-alertmanager")
+    args = parser.parse_args()
+    if args.work.exists():
+        shutil.rmtree(args.work)
+    args.work.mkdir(parents=True)
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    procs = Processes()
+    try:
+        fp = fingerprint(args.exporter)
+        port = start_exporter(procs, args.exporter, args.work, fp, deadline)
+        exposition = wait_for_probes(f"http://127.0.0.1:{port}/metrics", deadline)
+        check_metric_names(exposition)
+        am = start_alertmanager(procs, args.alertmanager, args.work, deadline)
+        prom = start_prometheus(procs, args.prometheus, args.work, port, am, deadline)
+        check_dashboard_queries(prom, deadline)
+        check_alert(am, deadline)
+    except (Failure, subprocess.CalledProcessError, OSError) as e:
+        print(f"FAIL: {e}\n(logs in {args.work})", file=sys.stderr)
+        return 1
+    finally:
+        procs.stop()
+    shutil.rmtree(args.work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+// The disk probe through the real binaries: `hostperf io` as vioperf, and
+// scheduled runs in hostperf_exporter, on real (and small, full) file systems.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "process_harness.h"
+
+namespace hostperf::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+// Files in `dir` (the probe must leave none behind).
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) names.push_back(entry.path().filename().string());
+  return names;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::optional<double> Sample(const std::string& exposition, const std::string& series) {
+  std::istringstream lines(exposition);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return std::nullopt;
+}
+
+// A config file whose disk probe tests `data_dir` (cpu probe off, so that
+// only the disk probe runs).
+std::string DiskConfig(const TempDir& dir, const std::string& data_dir, const std::string& extra = "",
+                       const std::string& bytes_per_run = "1mb") {
+  return dir.Write("c.toml", "state_directory = \"" + dir.path() +
+                                 "/state\"\n"
+                                 "[scheduler]\nfirst_run_splay = \"1s\"\n"
+                                 "[probes.cpu]\nenabled = false\n"
+                                 "[probes.memory]\nenabled = false\n"
+                                 "[probes.disk]\ninterval = \"2s\"\ntimeout = \"2s\"\n"
+                                 "directories = [\"" +
+                                 data_dir +
+                                 "\"]\n"
+                                 "bytes_per_run = \"" +
+                                 bytes_per_run + "\"\nmax_buffer_size = \"64kb\"\nreserve = \"1kb\"\n" + extra);
+}
+
+class Daemon {
+ public:
+  explicit Daemon(const std::string& config)
+      : process_(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"}) {}
+  int Port() {
+    if (port_ == 0 && process_.WaitForStderr("(port ", seconds(30))) {
+      std::smatch match;
+      const std::string err = process_.Stderr();
+      if (std::regex_search(err, match, std::regex(R"(\(port (\d+)\))"))) port_ = std::stoi(match[1]);
+    }
+    return port_;
+  }
+  std::string Metrics() {
+    const auto reply = HttpRequest(Port(), "GET", "/metrics");
+    return reply ? reply->body : "";
+  }
+  bool WaitFor(const std::string& series, double at_least, seconds timeout) {
+    for (const auto until = std::chrono::steady_clock::now() + timeout; std::chrono::steady_clock::now() < until;) {
+      if (Sample(Metrics(), series).value_or(-1) >= at_least) return true;
+      if (process_.Wait(milliseconds(0))) return false;
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+    return false;
+  }
+  ChildProcess& process() { return process_; }
+
+ private:
+  ChildProcess process_;
+  int port_ = 0;
+};
+
+// `hostperf io` with a config that keeps a tiny reserve; adds
+// --disable-direct-io when the file system refuses O_DIRECT.
+CommandResult Io(const TempDir& dir, std::vector<std::string> args) {
+  const std::string config = dir.Write("cli.toml", "[probes.disk]\nreserve = \"1kb\"\n");
+  args.insert(args.begin(), {"--config.file=" + config, "io"});
+  auto result = RunCommand(HOSTPERF_CLI_BIN, args, seconds(60));
+  if (result.status != 0 && result.err.find("direct_io_unsupported") != std::string::npos) {
+    args.insert(args.begin() + 2, "--disable-direct-io");
+    result = RunCommand(HOSTPERF_CLI_BIN, args, seconds(60));
+  }
+  return result;
+}
+
+TEST(DiskCli, FullRunPrintsVioperfTableAndWritesJsonLog) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  fs::create_directory(data);
+  const std::string log = dir.path() + "/log.json";
+  const auto result = Io(dir, {"--duration=2s", "--log-interval=300ms", "--data-size=512kb", "--thread-count=2",
+                               "--max-buffer-size=64kb", "--log-file=" + log, data});
+  ASSERT_EQ(result.status, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("The minimum required I/O is 20 MB/s read and write per physical processor core"));
+  EXPECT_THAT(result.out,
+              ::testing::ContainsRegex("Using (direct|buffered) io \\(buffer size=65536, alignment=[0-9]+\\) "
+                                       "for directory \"" +
+                                       data + "\""));
+  EXPECT_THAT(result.out, HasSubstr("counter value (10 sec avg)"));
+  for (const char* test : {"Write    | ", "ReWrite  | ", "Read     | ", "SkipRead | "}) {
+    EXPECT_THAT(result.out, HasSubstr(std::string(test) + data)) << test;
+  }
+  EXPECT_THAT(result.out,
+              ::testing::ContainsRegex("ReWrite  \\| [^|]+\\| \\(MB-read\\+MB-write\\)/s +\\| [0-9.]+\\+[0-9.]+"));
+  EXPECT_THAT(result.out, HasSubstr("| seeks/s"));
+
+  const auto json = nlohmann::json::parse(ReadFile(log), nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << ReadFile(log);
+  EXPECT_EQ(json["status"], "ok");
+  EXPECT_GE(json["rows"].size(), 4u);
+  EXPECT_EQ(json["thread_count"], 2);
+  EXPECT_EQ(json["directories"][0]["verify_errors"], 0);
+  EXPECT_TRUE(Files(data).empty());
+}
+
+TEST(DiskCli, CondensedLogAndDefaultDirectoryAndName) {
+  TempDir dir;
+  // No DIR: the current directory, and the log lands there too.
+  const std::string config = dir.Write("cli.toml", "[probes.disk]\nreserve = \"1kb\"\ndisable_direct_io = true\n");
+  const auto result = RunCommand("/bin/sh",
+                                 {"-c", "cd " + dir.path() + " && " + HOSTPERF_CLI_BIN + " --config.file=" + config +
+                                            " io --duration=1s --log-interval=1s --data-size=64kb --thread-count=1"
+                                            " --max-buffer-size=16kb --condense-log"},
+                                 seconds(60));
+  ASSERT_EQ(result.status, 0) << result.out << result.err;
+  EXPECT_THAT(result.out, HasSubstr("Using buffered io (buffer size=16384"));
+  std::string log;
+  for (const auto& name : Files(dir.path())) {
+    if (std::regex_match(name, std::regex(R"(results\d{8}-\d{6}\.json)"))) log = name;
+  }
+  ASSERT_FALSE(log.empty()) << ::testing::PrintToString(Files(dir.path()));
+  std::istringstream lines(ReadFile(dir.path() + "/" + log));
+  std::vector<nlohmann::json> entries;
+  for (std::string line; std::getline(lines, line);) entries.push_back(nlohmann::json::parse(line));
+  ASSERT_GE(entries.size(), 6u);  // run, >= 4 rows, summary
+  EXPECT_EQ(entries.front()["kind"], "run");
+  EXPECT_EQ(entries.back()["status"], "ok");
+  for (const auto& name : Files(dir.path())) EXPECT_EQ(name.find("hostperf-disk-"), std::string::npos) << name;
+}
+
+TEST(DiskCli, BadInputExitsNonZeroWithTheReason) {
+  TempDir dir;
+  const auto option = RunCommand(HOSTPERF_CLI_BIN, {"io", "--duration=soon"}, seconds(10));
+  EXPECT_EQ(option.status, 2);
+  EXPECT_THAT(option.err, HasSubstr("duration"));
+  const auto missing =
+      Io(dir, {"--duration=1s", "--data-size=64kb", "--log-file=" + dir.path() + "/l.json", dir.path() + "/missing"});
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_THAT(missing.err, HasSubstr("bad_directory"));
+  EXPECT_THAT(missing.err, HasSubstr("does not exist"));
+  const auto help = RunCommand(HOSTPERF_CLI_BIN, {"io", "--help"}, seconds(10));
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.out, HasSubstr("--max-buffer-size"));
+}
+
+TEST(DiskCli, SigtermMidRunLeavesNoFiles) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  fs::create_directory(data);
+  const std::string config = dir.Write("cli.toml", "[probes.disk]\nreserve = \"1kb\"\ndisable_direct_io = true\n");
+  ChildProcess io(HOSTPERF_CLI_BIN,
+                  {"--config.file=" + config, "io", "--duration=60s", "--log-interval=1s", "--data-size=4mb",
+                   "--thread-count=1", "--max-buffer-size=64kb", "--log-file=" + dir.path() + "/log.json", data});
+  // Wait until the run has its files and has reported a row.
+  bool running = false;
+  for (int i = 0; i < 300 && !running; ++i) {
+    running = !Files(data).empty() && io.Stdout().find("| MB/s") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(milliseconds(100));
+  }
+  ASSERT_TRUE(running) << io.Stdout() << io.Stderr();
+  io.Signal(SIGTERM);
+  const auto status = io.Wait(seconds(20));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 1);
+  EXPECT_THAT(io.Stderr(), HasSubstr("cancelled"));
+  EXPECT_TRUE(Files(data).empty()) << ::testing::PrintToString(Files(data));
+  EXPECT_THAT(ReadFile(dir.path() + "/log.json"), HasSubstr("\"reason\": \"cancelled\""));
+}
+
+TEST(DiskDaemon, ScheduledRunsExportMetrics) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  fs::create_directory(data);
+  Daemon daemon(DiskConfig(dir, data));
+  ASSERT_TRUE(daemon.WaitFor("hostperf_probe_runs_total{probe=\"disk\"}", 2, seconds(60))) << daemon.process().Stderr();
+  const std::string metrics = daemon.Metrics();
+  EXPECT_EQ(Sample(metrics, "hostperf_probe_success{probe=\"disk\"}"), 1.0) << daemon.process().Stderr();
+  const std::string label = "directory=\"" + data + "\"";
+  EXPECT_GE(Sample(metrics, "hostperf_disk_written_bytes_total{" + label + "}").value_or(0), 2.0 * 1024 * 1024);
+  EXPECT_EQ(Sample(metrics, "hostperf_disk_verify_errors_total{" + label + "}"), 0.0);
+  EXPECT_GT(Sample(metrics, "hostperf_disk_throughput_bytes_per_second{" + label + ",test=\"Read\"}").value_or(0), 0);
+  EXPECT_GT(Sample(metrics, "hostperf_disk_seeks_per_second{" + label + "}").value_or(0), 0);
+  EXPECT_GT(Sample(metrics, "hostperf_disk_op_latency_seconds_count{" + label + ",op=\"write\"}").value_or(0), 0);
+  EXPECT_TRUE(Files(data).empty());
+  daemon.process().Signal(SIGTERM);
+  EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
+  EXPECT_TRUE(Files(data).empty());
+}
+
+// A size-limited tmpfs: the free-space guard skips with no_space, nothing is
+// left behind, and the daemon keeps serving.
+TEST(DiskDaemon, SmallFileSystemGivesNoSpace) {
+  TempDir dir;
+  const std::string mnt = dir.path() + "/small";
+  fs::create_directory(mnt);
+  if (::mount("hostperf-test", mnt.c_str(), "tmpfs", 0, "size=8m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (" << std::strerror(errno) << "); needs root or CAP_SYS_ADMIN";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  // 32 MiB per run on 8 MiB.
+  Daemon daemon(DiskConfig(dir, mnt, "disable_direct_io = true\n", "32mb"));
+  ASSERT_TRUE(daemon.WaitFor("hostperf_probe_skipped_total{probe=\"disk\",reason=\"no_space\"}", 1, seconds(60)))
+      << daemon.process().Stderr() << daemon.Metrics();
+  EXPECT_TRUE(Files(mnt).empty()) << ::testing::PrintToString(Files(mnt));
+  const auto healthy = HttpRequest(daemon.Port(), "GET", "/-/healthy");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+
+  // The CLI on the same file system: a clear no_space failure, no files.
+  const auto full = Io(dir, {"--disable-direct-io", "--duration=1s", "--data-size=16mb", "--thread-count=1",
+                             "--log-file=" + dir.path() + "/l.json", mnt});
+  EXPECT_EQ(full.status, 1);
+  EXPECT_THAT(full.err, HasSubstr("no_space"));
+  EXPECT_TRUE(Files(mnt).empty());
+  daemon.process().Signal(SIGTERM);
+  EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
+}
+
+}  // namespace
+}  // namespace hostperf::testing
