@@ -213,7 +213,9 @@ TEST(DebPackage, BuildsInstallsRunsScrapesAndPurges) {
   EXPECT_TRUE(Exists(std::string(HOSTPERF_SYSTEMD_UNIT_DIR) + "/" + kUnit));
   // Enabled for the next boot even where systemd is not running (deb-systemd-helper, from init-system-helpers).
   const bool have_helper = Exists("/usr/bin/deb-systemd-helper");
-  if (have_helper) EXPECT_TRUE(std::filesystem::is_symlink(kWantsLink)) << install.out;
+  if (have_helper) {
+    EXPECT_TRUE(std::filesystem::is_symlink(kWantsLink)) << install.out;
+  }
   if (Exists("/run/systemd/system")) {
     // A machine booted with systemd: postinst started the hardened unit.
     const auto active = RunCommand("/usr/bin/systemctl", {"is-active", kUnit}, seconds(30));
@@ -245,7 +247,9 @@ TEST(DebPackage, BuildsInstallsRunsScrapesAndPurges) {
   const auto remove = RunCommand("/usr/bin/dpkg", {"--remove", "hostperf"}, seconds(120));
   ASSERT_EQ(remove.status, 0) << remove.out << remove.err;
   EXPECT_FALSE(Exists("/usr/bin/hostperf_exporter"));
-  if (have_helper) EXPECT_TRUE(std::filesystem::is_symlink(std::string("/etc/systemd/system/") + kUnit)) << "masked";
+  if (have_helper) {
+    EXPECT_TRUE(std::filesystem::is_symlink(std::string("/etc/systemd/system/") + kUnit)) << "masked";
+  }
   EXPECT_TRUE(Exists("/etc/hostperf/hostperf.toml")) << "remove keeps conffiles; purge deletes them";
   EXPECT_TRUE(Exists(std::string(kStateDirectory) + "/cpu_baselines.json")) << "remove keeps the state directory";
   const auto purge = RunCommand("/usr/bin/dpkg", {"--purge", "hostperf"}, seconds(120));

@@ -49,7 +49,9 @@ TEST(NetProtocolTest, RoundTripsEveryType) {
       EXPECT_EQ(d.message->results.packets_lost, 1u);
       EXPECT_EQ(d.message->results.jitter_ns, 77);
     }
-    if (m.type == MessageType::kAccept) EXPECT_EQ(d.message->accept.token, m.accept.token);
+    if (m.type == MessageType::kAccept) {
+      EXPECT_EQ(d.message->accept.token, m.accept.token);
+    }
   }
 }
 
