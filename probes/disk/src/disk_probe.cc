@@ -251,15 +251,7 @@ class DiskProbe final : public Probe {
   config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.disk.schedule; }
 
   ProbeOutcome Run(const RunContext& ctx) override {
-    std::unique_lock lock(run_mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return ProbeOutcome::Skipped("busy", "another disk run is in progress");
-    try {
-      return RunLocked(ctx);
-    } catch (const std::exception& e) {
-      return ProbeOutcome::Failure("internal_error", e.what());
-    } catch (...) {
-      return ProbeOutcome::Failure("internal_error", "unknown exception");
-    }
+    return RunExclusive(run_mutex_, Name(), [&] { return RunLocked(ctx); });
   }
 
  private:

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +86,22 @@ class Probe {
   // The CLI never calls it. Must not throw; failures are logged.
   virtual void StartServices(const config::Config& /*config*/) {}
 };
+
+// The shared shape of Probe::Run: one measurement at a time (a second one
+// would disturb the first, so it is skipped as "busy"), and no exception
+// crosses the probe boundary ("internal_error").
+template <typename Measure>
+ProbeOutcome RunExclusive(std::mutex& mutex, std::string_view probe, Measure&& measure) {
+  std::unique_lock lock(mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return ProbeOutcome::Skipped("busy", "another " + std::string(probe) + " run is in progress");
+  try {
+    return measure();
+  } catch (const std::exception& e) {
+    return ProbeOutcome::Failure("internal_error", e.what());
+  } catch (...) {
+    return ProbeOutcome::Failure("internal_error", "unknown exception");
+  }
+}
 
 using ProbeFactory = std::unique_ptr<Probe> (*)(const ProbeDeps& deps);
 
