@@ -386,7 +386,8 @@ def network():
     b.row("Throughput")
     b.timeseries("TCP throughput per peer", "Last rate-capped TCP burst (probes.net.throughput_rate). vnetperf: "
                  "at least 100 MB/s (red below), ideally 800 MB/s (yellow below).",
-                 [target(f'hostperf_net_tcp_throughput_bytes_per_second{{{SEL}}}', "{{instance}} → {{peer}}")],
+                 [target(f'hostperf_net_tcp_throughput_bytes_per_second{{{SEL}}}', "{{instance}} → {{peer}}"),
+                  target(f'hostperf_net_throughput_rate_limit_bytes_per_second{{{SEL}}}', "{{instance}} burst cap")],
                  "bytes/sec", TCP, minimum=0)
     b.timeseries("UDP throughput per peer", "Last rate-capped UDP burst; UDP may be lower than TCP.",
                  [target(f'hostperf_net_udp_throughput_bytes_per_second{{{SEL}}}', "{{instance}} → {{peer}}")],

@@ -47,6 +47,9 @@ struct AcceptCase {
   bool gzip;
 };
 
+// Readable ctest names instead of gtest's byte dump.
+void PrintTo(const AcceptCase& c, std::ostream* os) { *os << '"' << c.header << "\" -> " << (c.gzip ? "gzip" : "identity"); }
+
 class AcceptsGzipTest : public ::testing::TestWithParam<AcceptCase> {};
 
 TEST_P(AcceptsGzipTest, MatchesTheHeader) {

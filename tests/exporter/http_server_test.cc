@@ -36,6 +36,10 @@ struct PortsCase {
   std::string civetweb;  // empty: must be rejected
 };
 
+void PrintTo(const PortsCase& c, std::ostream* os) {
+  *os << '"' << c.listen_address << "\" -> " << (c.civetweb.empty() ? "rejected" : c.civetweb);
+}
+
 class ToCivetwebPortsTest : public ::testing::TestWithParam<PortsCase> {};
 
 TEST_P(ToCivetwebPortsTest, TranslatesOrRejects) {

@@ -158,6 +158,11 @@ class NetProbe final : public Probe, private ResponderObserver {
                          "Datagrams lost in the last UDP burst to a peer, 0-1.", registry_)),
         udp_jitter_(Family(prometheus::BuildGauge(), "hostperf_net_udp_jitter_seconds",
                            "RFC 3550 interarrival jitter of the last UDP burst to a peer.", registry_)),
+        throughput_rate_limit_(
+            Family(prometheus::BuildGauge(), "hostperf_net_throughput_rate_limit_bytes_per_second",
+                   "Cap on the scheduled throughput bursts (probes.net.throughput_rate); a burst cannot read higher.",
+                   registry_)
+                .Add({})),
         throughput_bytes_(Family(prometheus::BuildCounter(), "hostperf_net_throughput_bytes_total",
                                  "Bytes sent in scheduled throughput bursts (counts against the budget).", registry_)),
         throughput_skipped_(Family(prometheus::BuildCounter(), "hostperf_net_throughput_skipped_total",
@@ -381,6 +386,9 @@ class NetProbe final : public Probe, private ResponderObserver {
       throughput_skipped_.Add({{"reason", reason}}).Increment();
       return json{{"skipped", reason}};
     };
+    // Published even when no burst runs: alert rules compare thresholds with it
+    // so that a cap below a threshold never reads as a slow network.
+    throughput_rate_limit_.Set(static_cast<double>(net.throughput_rate));
     if (net.throughput_duration.count() == 0) return json{{"skipped", "disabled"}};
     if (up.empty()) return skip("no_peer");
     const auto planned = static_cast<std::uint64_t>(static_cast<double>(net.throughput_rate) *
@@ -545,6 +553,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   prometheus::Family<prometheus::Gauge>& udp_;
   prometheus::Family<prometheus::Gauge>& udp_loss_;
   prometheus::Family<prometheus::Gauge>& udp_jitter_;
+  prometheus::Gauge& throughput_rate_limit_;
   prometheus::Family<prometheus::Counter>& throughput_bytes_;
   prometheus::Family<prometheus::Counter>& throughput_skipped_;
   prometheus::Family<prometheus::Gauge>& peers_;
