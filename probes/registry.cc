@@ -1,5 +1,6 @@
 #include "hostperf/probes/cpu/cpu_probe.h"
 #include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/options.h"
 #include "hostperf/probes/memory/memory_probe.h"
 #include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/probe.h"
@@ -10,9 +11,9 @@ namespace {
 // Adding a probe: a folder under probes/ and one line here.
 constexpr ProbeRegistration kProbes[] = {
     {"cpu", &cpu::CreateCpuProbe},
-    {"disk", &disk::CreateDiskProbe},
-    {"memory", &memory::CreateMemoryProbe},
-    {"net", &net::CreateNetProbe},
+    {"disk", &disk::CreateDiskProbe, &ValidateOptionsWith<&disk::ParseFullRunOptions>, DurationOption::kInterval},
+    {"memory", &memory::CreateMemoryProbe, &ValidateOptionsWith<&memory::ParseMemoryOptions>},
+    {"net", &net::CreateNetProbe, &ValidateOptionsWith<&net::ValidateNetOptions>, DurationOption::kSeconds},
 };
 }  // namespace
 

@@ -128,6 +128,8 @@ class Loader {
                            {0, std::numeric_limits<double>::max(), false, "(must be a finite number greater than 0)"}),
                     Size("disk_bytes_per_hour", &c->budget.disk_bytes_per_hour),
                     Size("net_bytes_per_hour", &c->budget.net_bytes_per_hour),
+                    Number("busy_cpu_pressure", &c->budget.busy_cpu_pressure, {0, 100, true, "[0, 100]"}),
+                    Number("busy_io_pressure", &c->budget.busy_io_pressure, {0, 100, true, "[0, 100]"}),
                 }),
         Section("scheduler",
                 {

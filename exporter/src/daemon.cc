@@ -11,6 +11,7 @@
 #include "hostperf/exporter/collectors.h"
 #include "hostperf/exporter/exposition.h"
 #include "hostperf/exporter/landing_page.h"
+#include "hostperf/exporter/web_security.h"
 #include "hostperf/probes/build_info.h"
 
 namespace hostperf::exporter {
@@ -50,8 +51,10 @@ Daemon::Daemon(DaemonOptions options, std::shared_ptr<const config::Config> conf
     : options_(std::move(options)), notifier_(std::move(notifier)), config_(std::move(config)) {}
 
 Daemon::~Daemon() {
-  // The server calls into the scheduler and probes: stop it first.
+  // The server calls into the scheduler and probes: stop it first. Then the
+  // run manager, which cancels an active full run and resumes the scheduler.
   server_.reset();
+  run_manager_.reset();
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, std::shared_ptr<const config::Config> config,
@@ -61,7 +64,17 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, std::share
   return Result<std::unique_ptr<Daemon>>(std::move(daemon));
 }
 
+Result<std::optional<std::string>> Daemon::LoadApiToken(const config::Config& config) {
+  using R = Result<std::optional<std::string>>;
+  if (config.api.token_file.empty()) return R(std::nullopt);
+  auto token = ReadApiToken(config.api.token_file);
+  if (!token) return R::Error(token.error());
+  return R(std::optional<std::string>(std::move(token).value()));
+}
+
 Result<bool> Daemon::Start() {
+  auto token = LoadApiToken(*config_);
+  if (!token) return Result<bool>::Error(token.error());
   state_directory_ = config::ResolveStateDirectory(*config_);
   std::error_code ec;
   std::filesystem::create_directories(state_directory_, ec);
@@ -106,12 +119,34 @@ Result<bool> Daemon::Start() {
     probes_.back()->StartServices(*config_);
     scheduled.push_back(probes_.back().get());
   }
-  scheduler_ = std::make_unique<Scheduler>(std::move(scheduled), clock_, *framework_metrics_, std::random_device{}());
+  ImpactGateOptions gate_options;
+  gate_options.proc_root = options_.roots.proc;
+  impact_gate_ = std::make_unique<ImpactGate>(clock_, std::move(gate_options), *registry_);
+  scheduler_ = std::make_unique<Scheduler>(std::move(scheduled), clock_, *framework_metrics_, std::random_device{}(),
+                                           impact_gate_.get());
   scheduler_->ApplyConfig(config_);
+
+  RunManagerHooks hooks;
+  hooks.pause_scheduler = [this] { scheduler_->Pause(); };
+  hooks.resume_scheduler = [this] { scheduler_->Resume(); };
+  hooks.config = [this] {
+    std::lock_guard lock(config_mu_);
+    return config_;
+  };
+  RunManagerOptions run_options;
+  run_options.history_file = state_directory_ / "runs.json";
+  std::vector<probes::Probe*> full_run_probes;
+  for (const auto& probe : probes_) full_run_probes.push_back(probe.get());
+  run_manager_ =
+      std::make_unique<RunManager>(std::move(full_run_probes), clock_, std::move(hooks), std::move(run_options));
+  run_api_ = std::make_unique<RunApi>(*run_manager_);
+  run_api_->SetToken(std::move(token).value());
+  spdlog::info("run API {}", run_api_->enabled() ? "enabled" : "disabled (api.token_file is not set)");
 
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       registry_, std::make_shared<ProcessCollector>(options_.roots),
-      std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15))};
+      std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15)), run_manager_->Metrics()};
+  if (options_.web_security) collectables.push_back(options_.web_security);  // auth failures, web config reloads
   std::map<std::string, HttpHandler> routes;
   routes[options_.telemetry_path] = MetricsHandler(std::move(collectables));
   routes["/"] = [this](const HttpRequest& request) { return HandleLanding(request); };
@@ -120,9 +155,13 @@ Result<bool> Daemon::Start() {
     return shutting_down_ ? HttpResponse::Text(503, "Shutting down") : HttpResponse::Text(200, "Ready");
   };
   routes["/-/reload"] = [this](const HttpRequest& request) { return HandleReload(request); };
+  const auto run_api = [this](const HttpRequest& request) { return run_api_->Handle(request); };
+  routes[std::string(kRunsPath)] = run_api;
+  routes[std::string(kRunsPath) + "/*"] = run_api;
 
   HttpServerOptions http;
   http.listen_address = options_.listen_address;
+  http.security = options_.web_security;
   auto server = HttpServer::Start(http, std::move(routes));
   if (!server) return Result<bool>::Error(server.error());
   server_ = std::move(server).value();
@@ -170,6 +209,14 @@ Result<bool> Daemon::Reload() {
     return Result<bool>::Error(loaded.error());
   }
   auto next = std::make_shared<const config::Config>(std::move(loaded).value());
+  // The token file is part of the config: unreadable keeps the old config and token.
+  auto token = LoadApiToken(*next);
+  if (!token) {
+    reload_successful_->Set(0);
+    spdlog::error("config reload failed, keeping the running config and API token: {}", token.error());
+    notifier_->Notify("READY=1\nSTATUS=serving (last reload failed)");
+    return Result<bool>::Error(token.error());
+  }
   if (config::ResolveStateDirectory(*next) != state_directory_) {
     spdlog::warn("state_directory changed; the new one takes effect at the next restart");
   }
@@ -178,6 +225,8 @@ Result<bool> Daemon::Reload() {
     config_ = next;
   }
   scheduler_->ApplyConfig(next);
+  for (const auto& probe : probes_) probe->StartServices(*next);  // e.g. the responder's ports or secret
+  run_api_->SetToken(std::move(token).value());
   reload_successful_->Set(1);
   reload_timestamp_->Set(clock_.UnixSeconds());
   spdlog::info("config reloaded from {}", next->source);
@@ -194,7 +243,8 @@ HttpResponse Daemon::HandleLanding(const HttpRequest& request) const {
   }
   HttpResponse response;
   response.content_type = "text/html; charset=utf-8";
-  response.body = RenderLandingPage(scheduler_->Snapshot(), options_.telemetry_path, source, clock_.UnixSeconds());
+  response.body = RenderLandingPage(scheduler_->Snapshot(), options_.telemetry_path, source, clock_.UnixSeconds(),
+                                    run_manager_->Recent(5));
   return response;
 }
 

@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "hostperf/exporter/web_security.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -106,8 +108,13 @@ HttpServer::~HttpServer() {
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                       std::map<std::string, HttpHandler> routes) {
   using R = Result<std::unique_ptr<HttpServer>>;
-  const auto ports = ToCivetwebPorts(options.listen_address);
+  auto ports = ToCivetwebPorts(options.listen_address);
   if (!ports) return R::Error(ports.error());
+  const bool tls = options.security != nullptr && options.security->tls_enabled();
+  if (tls) {
+    if (auto shims = LoadCivetwebTlsShims(); !shims) return R::Error(shims.error());
+    ports.value() += "s";
+  }
   InitLibraryOnce();
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(routes)));
   const std::string threads = std::to_string(options.worker_threads);
@@ -124,6 +131,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     spdlog::debug("http: {}", message);
     return 1;
   };
+  if (tls) {
+    // Our own SSL_CTX (web_security.cc): CivetWeb neither builds nor frees it.
+    callbacks.external_ssl_ctx = [](void** ssl_ctx, void* user_data) {
+      if (*ssl_ctx == nullptr) *ssl_ctx = static_cast<HttpServer*>(user_data)->options_.security->AcceptContext();
+      return 1;
+    };
+  }
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = server.get();
@@ -148,6 +162,22 @@ std::vector<int> HttpServer::Ports() const {
   return result;
 }
 
+std::map<std::string, HttpHandler>::const_iterator HttpServer::FindRoute(const std::string& path) const {
+  if (const auto exact = routes_.find(path); exact != routes_.end()) return exact;
+  // "/prefix/*" routes: the longest matching prefix wins.
+  auto best = routes_.end();
+  for (auto it = routes_.begin(); it != routes_.end(); ++it) {
+    const std::string& key = it->first;
+    if (key.size() < 2 || key.compare(key.size() - 2, 2, "/*") != 0) continue;
+    const std::size_t prefix = key.size() - 1;  // keeps the '/'
+    if (path.size() > prefix && path.compare(0, prefix, key, 0, prefix) == 0 &&
+        (best == routes_.end() || key.size() > best->first.size())) {
+      best = it;
+    }
+  }
+  return best;
+}
+
 int HttpServer::HandleRequest(mg_connection* connection, void* self) {
   return static_cast<HttpServer*>(self)->Dispatch(connection);
 }
@@ -163,6 +193,13 @@ int HttpServer::Dispatch(mg_connection* connection) {
     request.headers[Lower(info->http_headers[i].name)] = info->http_headers[i].value;
   }
   const bool head_only = request.method == "HEAD";
+  if (options_.security != nullptr) {
+    // Basic auth gates every route, before the body is read.
+    if (auto denied = options_.security->Authorize(request)) {
+      SendResponse(connection, *denied, head_only);
+      return denied->status;
+    }
+  }
 
   if (info->content_length > static_cast<long long>(options_.max_body_bytes)) {
     SendResponse(connection,
@@ -183,7 +220,7 @@ int HttpServer::Dispatch(mg_connection* connection) {
   }
 
   HttpResponse response;
-  const auto route = routes_.find(request.path);
+  const auto route = FindRoute(request.path);
   if (route == routes_.end()) {
     response = HttpResponse::Text(404, "not found: " + request.path);
   } else {
@@ -198,6 +235,9 @@ int HttpServer::Dispatch(mg_connection* connection) {
       spdlog::error("http handler for {} failed with a non-standard exception", request.path);
       response = HttpResponse::Text(500, "internal error");
     }
+  }
+  if (options_.security != nullptr) {
+    for (auto& header : options_.security->ResponseHeaders()) response.headers.push_back(std::move(header));
   }
   SendResponse(connection, response, head_only);
   return response.status;

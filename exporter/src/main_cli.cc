@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hostperf/config/config.h"
+#include "hostperf/exporter/full_run.h"
 #include "hostperf/exporter/logging.h"
 #include "hostperf/probes/build_info.h"
 #include "hostperf/probes/check/check.h"
@@ -68,18 +69,12 @@ hostperf::probes::ProbeOutcome RunFull(std::string_view name, std::shared_ptr<co
   probes::ProbeDeps deps;
   deps.registry = &registry;
   deps.state_directory = config::ResolveStateDirectory(*config);
-  for (const auto& registration : probes::AllProbes()) {
-    if (registration.name != name) continue;
-    auto probe = registration.factory(deps);
-    probes::RunContext context;
-    context.mode = probes::RunMode::kFull;
-    context.cancel = &g_cancel;
-    context.config = std::move(config);
-    context.options = std::move(options);
-    context.on_report = std::move(on_report);
-    return probe->Run(context);
-  }
-  return probes::ProbeOutcome::Failure("unknown_probe", std::string(name));
+  const probes::ProbeRegistration* registration = exporter::FindProbeRegistration(name);
+  if (registration == nullptr) return probes::ProbeOutcome::Failure("unknown_probe", std::string(name));
+  auto probe = registration->factory(deps);
+  exporter::FullRunCallbacks callbacks;
+  callbacks.on_report = std::move(on_report);
+  return exporter::RunFullProbe(*probe, std::move(config), std::move(options), &g_cancel, std::move(callbacks));
 }
 
 int CpuCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
@@ -122,6 +117,8 @@ int IoCommand(const std::vector<std::string>& args, std::shared_ptr<const hostpe
     return 0;
   }
   nlohmann::json options = command.options;
+  // --debug: the engine logs every file, test and bad block at info level.
+  if (options.value("debug", false)) spdlog::set_level(spdlog::level::debug);
   // vioperf tests the current directory when none is given.
   if (!options.contains("directories")) options["directories"] = {std::filesystem::current_path().string()};
   const std::string log_file = command.log_file.empty() ? disk::DefaultLogFileName() : command.log_file;

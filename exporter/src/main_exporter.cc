@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "hostperf/exporter/daemon.h"
 #include "hostperf/exporter/flags.h"
 #include "hostperf/exporter/logging.h"
+#include "hostperf/exporter/web_security.h"
 #include "hostperf/probes/build_info.h"
 
 namespace {
@@ -27,7 +29,8 @@ Flags:
   --config.check              validate the config, print the result and exit 0 or 1
   --web.listen-address=ADDR   address to listen on (default ":9580"; port 0 picks one)
   --web.telemetry-path=PATH   path of the metrics endpoint (default "/metrics")
-  --web.config.file=PATH      TLS and basic auth (exporter-toolkit format; not yet supported)
+  --web.config.file=PATH      TLS and basic auth (exporter-toolkit YAML format); re-read
+                              when it or its TLS files change, and on SIGHUP
   --log.level=LEVEL           debug, info, warn or error (default info)
   --log.format=FORMAT         logfmt or json (default logfmt)
   --help                      show this help and exit
@@ -69,15 +72,19 @@ int main(int argc, char** argv) {
   if (auto logging = exporter::SetUpLogging(flags->Get("log.level").value_or("info"), *format); !logging) {
     return Fail(logging.error());
   }
-  if (flags->Get("web.config.file")) {
-    // Serving without the TLS or auth the operator asked for would be worse than not starting.
-    return Fail("--web.config.file is not supported by this version yet; remove it or upgrade");
+  // Serving without the TLS or auth the operator asked for would be worse than not starting.
+  std::shared_ptr<exporter::WebSecurity> web_security;
+  if (auto path = flags->Get("web.config.file")) {
+    auto loaded = exporter::WebSecurity::Load(*path);
+    if (!loaded) return Fail(loaded.error());
+    web_security = std::move(loaded).value();
   }
 
   exporter::DaemonOptions options;
   if (auto path = flags->Get("config.file")) options.config_file = *path;
   options.listen_address = flags->Get("web.listen-address").value_or(":9580");
   options.telemetry_path = flags->Get("web.telemetry-path").value_or("/metrics");
+  options.web_security = web_security;
   if (options.telemetry_path.empty() || options.telemetry_path.front() != '/' || options.telemetry_path == "/" ||
       options.telemetry_path.rfind("/-/", 0) == 0) {
     return Fail("--web.telemetry-path must start with / and not clash with / or /-/: \"" + options.telemetry_path +
@@ -111,13 +118,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   exporter::Daemon& d = *daemon.value();
-  std::thread signal_thread([&d, signals] {
+  if (web_security) web_security->StartWatching(std::chrono::seconds(2));
+  std::thread signal_thread([&d, &web_security, signals] {
     for (;;) {
       int signo = 0;
       if (sigwait(&signals, &signo) != 0) continue;
       if (signo == SIGHUP) {
         spdlog::info("SIGHUP: reloading config");
         (void)d.Reload();
+        if (web_security) (void)web_security->Reload();
         continue;
       }
       spdlog::info("{}: stopping", signo == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -22,8 +22,8 @@ constexpr std::chrono::seconds kShutdownGrace(5);
 }  // namespace
 
 Scheduler::Scheduler(std::vector<probes::Probe*> probes, const Clock& clock, FrameworkMetrics& metrics,
-                     std::uint64_t seed)
-    : clock_(clock), metrics_(metrics), random_(seed) {
+                     std::uint64_t seed, ImpactGate* gate)
+    : clock_(clock), metrics_(metrics), gate_(gate), random_(seed) {
   entries_.reserve(probes.size());
   for (probes::Probe* probe : probes) {
     // Disabled until ApplyConfig: the first config decides.
@@ -49,6 +49,7 @@ nanoseconds Scheduler::FirstRunDelay(nanoseconds interval) {
 void Scheduler::ApplyConfig(std::shared_ptr<const config::Config> config) {
   std::lock_guard lock(mu_);
   config_ = std::move(config);
+  if (gate_) gate_->ApplyConfig(config_->budget);
   const auto now = clock_.Now();
   for (Entry& entry : entries_) {
     const config::ProbeSchedule next = entry.probe->Schedule(*config_);
@@ -82,6 +83,16 @@ steady_clock::time_point Scheduler::RunDue() {
       due->next_due = now + JitteredInterval(due->schedule.interval);
       continue;
     }
+    if (gate_) {
+      gate_->Account(true);
+      if (auto skip = gate_->Admit()) {
+        metrics_.RecordSkip(name, skip->reason);
+        spdlog::info("probe {} skipped ({}): {}", name, skip->reason, skip->message);
+        due->last_outcome = probes::ProbeOutcome::Skipped(skip->reason, skip->message);
+        due->next_due = now + JitteredInterval(due->schedule.interval);
+        continue;
+      }
+    }
 
     running_ = true;
     running_probe_ = name;
@@ -94,6 +105,7 @@ steady_clock::time_point Scheduler::RunDue() {
     probes::ProbeOutcome outcome = Execute(*due->probe, schedule, std::move(config));
     const auto finished = clock_.Now();
     const nanoseconds took = finished - started;
+    if (gate_) gate_->Account(true);
 
     lock.lock();
     running_ = false;
@@ -134,6 +146,7 @@ probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::Prob
   context.mode = probes::RunMode::kScheduled;
   context.cancel = &cancel_;
   context.config = std::move(config);
+  context.budget = gate_ ? &gate_->budget() : nullptr;
   const auto deadline = steady_clock::now() + schedule.timeout;
   context.deadline = deadline;
 
@@ -216,12 +229,16 @@ bool Scheduler::Run(const std::function<void()>& heartbeat, nanoseconds heartbea
   }
   for (;;) {
     if (heartbeat) heartbeat();
+    bool paused;
     {
       // Cleared before RunDue so that a config change or Resume() arriving
       // while it runs is not lost.
       std::lock_guard lock(mu_);
       wake_ = false;
+      paused = paused_;
     }
+    // A full run's CPU time is the operator's, not the schedule's budget.
+    if (gate_) gate_->Account(!paused);
     const auto next_due = RunDue();
     std::unique_lock lock(mu_);
     if (stop_requested_) break;

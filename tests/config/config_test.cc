@@ -34,6 +34,8 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.budget.cpu_seconds_per_hour, b.budget.cpu_seconds_per_hour);
   EXPECT_EQ(a.budget.disk_bytes_per_hour, b.budget.disk_bytes_per_hour);
   EXPECT_EQ(a.budget.net_bytes_per_hour, b.budget.net_bytes_per_hour);
+  EXPECT_EQ(a.budget.busy_cpu_pressure, b.budget.busy_cpu_pressure);
+  EXPECT_EQ(a.budget.busy_io_pressure, b.budget.busy_io_pressure);
   EXPECT_EQ(a.scheduler.first_run_splay, b.scheduler.first_run_splay);
   EXPECT_EQ(a.scheduler.jitter, b.scheduler.jitter);
 
@@ -141,6 +143,8 @@ token_file = "/etc/hostperf/token"
 cpu_seconds_per_hour = 18.5
 disk_bytes_per_hour = "1.5gb"
 net_bytes_per_hour = 1048576
+busy_cpu_pressure = 75
+busy_io_pressure = 12.5
 
 [scheduler]
 first_run_splay = "2min"
@@ -195,6 +199,8 @@ max_peers_per_cycle = 32
   EXPECT_EQ(c.budget.cpu_seconds_per_hour, 18.5);
   EXPECT_EQ(c.budget.disk_bytes_per_hour, 1536 * kMiB);
   EXPECT_EQ(c.budget.net_bytes_per_hour, 1048576u);
+  EXPECT_EQ(c.budget.busy_cpu_pressure, 75);
+  EXPECT_EQ(c.budget.busy_io_pressure, 12.5);
   EXPECT_EQ(c.scheduler.first_run_splay, 2min);
   EXPECT_EQ(c.scheduler.jitter, 0.25);
 
@@ -275,6 +281,8 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "budget.cpu_seconds_per_hour",
       "budget.disk_bytes_per_hour",
       "budget.net_bytes_per_hour",
+      "budget.busy_cpu_pressure",
+      "budget.busy_io_pressure",
       "scheduler.first_run_splay",
       "scheduler.jitter",
       "probes.cpu.enabled",
@@ -401,6 +409,8 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
       {"jitter too large", "[scheduler]\njitter = 0.7\n",
        "bad.toml:2:10: scheduler.jitter: 0.7 is out of range [0, 0.5]"},
       {"jitter negative", "[scheduler]\njitter = -1\n", "bad.toml:2:10: scheduler.jitter: -1 is out of range [0, 0.5]"},
+      {"pressure above 100", "[budget]\nbusy_cpu_pressure = 101\n",
+       "bad.toml:2:21: budget.busy_cpu_pressure: 101 is out of range [0, 100]"},
       {"jitter nan", "[scheduler]\njitter = nan\n", "bad.toml:2:10: scheduler.jitter: nan is out of range [0, 0.5]"},
       {"cpu budget zero", "[budget]\ncpu_seconds_per_hour = 0\n",
        "bad.toml:2:24: budget.cpu_seconds_per_hour: 0 is out of range (must be a finite number greater than 0)"},

@@ -221,6 +221,8 @@ std::map<std::string, HttpHandler> TestRoutes() {
     return response;
   };
   routes["/throw"] = [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("handler bug"); };
+  routes["/tree/*"] = [](const HttpRequest& request) { return HttpResponse::Text(200, "tree " + request.path); };
+  routes["/tree/deep/*"] = [](const HttpRequest& request) { return HttpResponse::Text(200, "deep " + request.path); };
   return routes;
 }
 
@@ -297,6 +299,15 @@ TEST_F(HttpServerTest, RoutesMatchExactPathsOnly) {
   EXPECT_EQ(Exchange(port_, GetRequest("/echo/more")).status, 404);
   EXPECT_EQ(Exchange(port_, GetRequest("/ech")).status, 404);
   EXPECT_EQ(Exchange(port_, GetRequest("/")).status, 404);
+}
+
+TEST_F(HttpServerTest, PrefixRoutesMatchLongerPathsAndTheLongestPrefixWins) {
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/r-1")).body, "tree /tree/r-1\n");
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/r-1/cancel")).body, "tree /tree/r-1/cancel\n");
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/deep/x")).body, "deep /tree/deep/x\n");
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/")).status, 404);  // the prefix alone is not a match
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree")).status, 404);
+  EXPECT_EQ(Exchange(port_, GetRequest("/treehouse/x")).status, 404);
 }
 
 TEST_F(HttpServerTest, HeadSendsHeadersWithoutBody) {

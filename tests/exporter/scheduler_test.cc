@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <map>
@@ -14,6 +15,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -24,6 +27,7 @@
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/clock.h"
 #include "hostperf/exporter/framework_metrics.h"
+#include "hostperf/exporter/impact_gate.h"
 #include "hostperf/probes/probe.h"
 #include "metrics_test_util.h"
 
@@ -722,6 +726,164 @@ TEST(SchedulerTest, SnapshotReflectsScheduleAndLastOutcome) {
   EXPECT_FALSE(disk.enabled);
   EXPECT_FALSE(disk.last_outcome.has_value());
   EXPECT_EQ(disk.due_in, 0ns);
+}
+
+// ---------------------------------------------------------------------------
+// The impact gate: CPU budget and busy gate, enforced by the scheduler.
+
+// A scheduler over the fake "cpu" probe with an impact gate whose process
+// CPU time and /proc/pressure the test sets.
+struct GatedHarness {
+  explicit GatedHarness(const std::string& proc_root)
+      : gate(clock, Options(proc_root), registry), scheduler({&cpu}, clock, metrics, 1, &gate) {}
+
+  ImpactGateOptions Options(const std::string& proc_root) {
+    ImpactGateOptions options;
+    options.proc_root = proc_root;
+    options.process_cpu_seconds = [this] { return cpu_seconds.load(); };
+    return options;
+  }
+  std::optional<double> Metric(const std::string& name, const std::map<std::string, std::string>& labels = {}) const {
+    return SampleValue(registry.Collect(), name, labels);
+  }
+
+  std::atomic<double> cpu_seconds{100};
+  FakeClock clock;
+  prometheus::Registry registry;
+  FrameworkMetrics metrics{registry};
+  RunLog log;
+  FakeProbe cpu{"cpu", Slot::kCpu, clock, log};
+  ImpactGate gate;
+  Scheduler scheduler;
+};
+
+// Every minute, no splay, no jitter; CPU budget 10 s per hour.
+std::shared_ptr<const config::Config> GatedConfig(double busy_cpu_pressure = 0) {
+  return MakeConfig([&](config::Config& c) {
+    c.scheduler.first_run_splay = 0s;
+    c.scheduler.jitter = 0;
+    c.probes.cpu.schedule = {true, 1min, 30s};
+    c.budget.cpu_seconds_per_hour = 10;
+    c.budget.busy_cpu_pressure = busy_cpu_pressure;
+  });
+}
+
+class ProcRoot {
+ public:
+  ProcRoot() {
+    char pattern[] = "/tmp/hostperf-proc-XXXXXX";
+    path_ = ::mkdtemp(pattern);
+    std::filesystem::create_directories(path_ + "/pressure");
+  }
+  ~ProcRoot() { std::filesystem::remove_all(path_); }
+  void SetCpuPressure(double avg10) {
+    std::ofstream(path_ + "/pressure/cpu") << "some avg10=" << avg10
+                                           << " avg60=1.00 avg300=1.00 total=123\nfull avg10=0.00 avg60=0.00 "
+                                              "avg300=0.00 total=0\n";
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ImpactGateSchedulerTest, CpuBudgetSkipsRunsOnceSpentAndResumesWhenTheHourMoves) {
+  ProcRoot proc;
+  GatedHarness h(proc.path());
+  h.scheduler.ApplyConfig(GatedConfig());
+  EXPECT_EQ(h.Metric("hostperf_budget_cpu_limit_seconds"), 10.0);
+  EXPECT_EQ(h.Metric("hostperf_budget_disk_limit_bytes"), static_cast<double>(2 * config::kGiB));
+
+  auto next = h.scheduler.RunDue();
+  ASSERT_EQ(h.cpu.runs(), 1);
+  // The sidecar burns 12 s of CPU (its probes, scrapes, anything) within the hour.
+  h.cpu_seconds = 112;
+  h.clock.Set(next);
+  next = h.scheduler.RunDue();
+  EXPECT_EQ(h.cpu.runs(), 1) << "the budget is spent: the run must be skipped";
+  EXPECT_EQ(h.Metric("hostperf_probe_skipped_total", {{"probe", "cpu"}, {"reason", "budget_exhausted"}}), 1.0);
+  EXPECT_EQ(h.Metric("hostperf_budget_cpu_used_seconds"), 12.0);
+  EXPECT_EQ(h.scheduler.Snapshot()[0].last_outcome->reason, "budget_exhausted");
+  EXPECT_THAT(h.scheduler.Snapshot()[0].last_outcome->message, HasSubstr("12.0 s"));
+
+  // An hour after the spending, the window has moved on: runs resume.
+  h.clock.Advance(61min);
+  h.scheduler.RunDue();
+  EXPECT_EQ(h.cpu.runs(), 2);
+  EXPECT_EQ(h.Metric("hostperf_budget_cpu_used_seconds"), 0.0);
+}
+
+TEST(ImpactGateSchedulerTest, FullRunCpuTimeIsNotChargedToTheSchedule) {
+  ProcRoot proc;
+  GatedHarness h(proc.path());
+  h.scheduler.ApplyConfig(GatedConfig());
+  h.scheduler.RunDue();
+  ASSERT_EQ(h.cpu.runs(), 1);
+  std::thread loop([&] { h.scheduler.Run({}, 5ms); });
+  h.scheduler.Pause();
+  h.cpu_seconds = 500;  // a long full run
+  std::this_thread::sleep_for(50ms);  // the loop accounts while paused
+  h.scheduler.Resume();
+  std::this_thread::sleep_for(50ms);
+  h.scheduler.RequestStop();
+  loop.join();
+  EXPECT_LT(h.Metric("hostperf_budget_cpu_used_seconds").value_or(-1), 1.0);
+}
+
+TEST(ImpactGateSchedulerTest, BusyGateSkipsWhilePressureIsAboveTheLevel) {
+  ProcRoot proc;
+  proc.SetCpuPressure(93.5);
+  GatedHarness h(proc.path());
+  h.scheduler.ApplyConfig(GatedConfig(/*busy_cpu_pressure=*/80));
+  auto next = h.scheduler.RunDue();
+  EXPECT_EQ(h.cpu.runs(), 0);
+  EXPECT_EQ(h.Metric("hostperf_probe_skipped_total", {{"probe", "cpu"}, {"reason", "host_busy"}}), 1.0);
+  EXPECT_EQ(h.Metric("hostperf_host_pressure_ratio", {{"resource", "cpu"}}), 0.935);
+  EXPECT_THAT(h.scheduler.Snapshot()[0].last_outcome->message, HasSubstr("cpu pressure 93.5%"));
+
+  proc.SetCpuPressure(79.9);  // just inside the level
+  h.clock.Set(next);
+  h.scheduler.RunDue();
+  EXPECT_EQ(h.cpu.runs(), 1);
+}
+
+TEST(ImpactGateSchedulerTest, DisabledGateAndAKernelWithoutPsiNeverSkip) {
+  ProcRoot proc;
+  proc.SetCpuPressure(100);
+  GatedHarness disabled(proc.path());
+  disabled.scheduler.ApplyConfig(GatedConfig(/*busy_cpu_pressure=*/0));
+  disabled.scheduler.RunDue();
+  EXPECT_EQ(disabled.cpu.runs(), 1);
+
+  GatedHarness no_psi("/nonexistent-proc-root");
+  no_psi.scheduler.ApplyConfig(GatedConfig(/*busy_cpu_pressure=*/50));
+  no_psi.scheduler.RunDue();
+  EXPECT_EQ(no_psi.cpu.runs(), 1);
+}
+
+TEST(ImpactGateSchedulerTest, ScheduledRunsGetTheBudgetToSpendBytesFrom) {
+  ProcRoot proc;
+  GatedHarness h(proc.path());
+  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) {
+    c.scheduler.first_run_splay = 0s;
+    c.budget.disk_bytes_per_hour = 1000;
+  }));
+  probes::ImpactBudget& budget = h.gate.budget();
+  EXPECT_FALSE(budget.TrySpend(probes::BudgetResource::kDiskBytes, 600).has_value());
+  const auto refused = budget.TrySpend(probes::BudgetResource::kDiskBytes, 600);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_THAT(*refused, HasSubstr("per hour"));
+  h.scheduler.RunDue();  // publishes what was spent
+  EXPECT_EQ(h.Metric("hostperf_budget_disk_used_bytes"), 600.0);
+}
+
+TEST(ParsePressureTest, ReadsSomeAvg10AndRejectsGarbage) {
+  EXPECT_EQ(ParsePressureSomeAvg10("some avg10=12.34 avg60=1.00 avg300=0.50 total=99\nfull avg10=0.00\n"), 12.34);
+  EXPECT_EQ(ParsePressureSomeAvg10("full avg10=5.00\nsome avg10=0.00 avg60=0.00\n"), 0.0);
+  EXPECT_EQ(ParsePressureSomeAvg10(""), std::nullopt);
+  EXPECT_EQ(ParsePressureSomeAvg10("some avg60=1.00\n"), std::nullopt);
+  EXPECT_EQ(ParsePressureSomeAvg10("some avg10=abc\n"), std::nullopt);
+  EXPECT_EQ(ParsePressureSomeAvg10("some avg10=250.00\n"), std::nullopt);
 }
 
 }  // namespace

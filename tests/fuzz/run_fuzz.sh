@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in their own build directory and runs
-# each for a bounded time. Usage: run_fuzz.sh BUILD_DIR [SECONDS]
+# each for a bounded time, starting from its seed corpus in tests/fuzz/corpus.
+# Usage: run_fuzz.sh BUILD_DIR [SECONDS_PER_TARGET] [TARGET...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1/fuzz
 seconds=${2:-20}
+shift $(( $# >= 2 ? 2 : 1 ))
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(net_protocol config units)
 command -v clang++ >/dev/null || { echo "clang++ not installed (.ci/deps installs clang and libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S "$here/project" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" net_protocol_fuzzer >/dev/null
-corpus=$build/corpus
-mkdir -p "$corpus"
-"$build/net_protocol_fuzzer" -max_total_time="$seconds" -max_len=2048 -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
+ninja -C "$build" "${targets[@]/%/_fuzzer}" >/dev/null
+for target in "${targets[@]}"; do
+  # New inputs go to the first (scratch) directory; the seeds stay as they are.
+  corpus=$build/corpus/$target
+  mkdir -p "$corpus"
+  echo "== $target"
+  "$build/${target}_fuzzer" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 "$corpus" \
+    "$here/corpus/$target" 2>&1 | tail -n 12
+done

@@ -59,10 +59,8 @@ class Exporter {
   // Waits for the "listening" log line and returns the bound port.
   int Port() {
     if (port_ == 0) {
-      EXPECT_TRUE(process_.WaitForStderr("(port ", seconds(30))) << process_.Stderr();
-      std::smatch match;
-      const std::string err = process_.Stderr();
-      if (std::regex_search(err, match, std::regex(R"(\(port (\d+)\))"))) port_ = std::stoi(match[1]);
+      port_ = process_.ListeningPort();
+      EXPECT_NE(port_, 0) << process_.Stderr();
     }
     return port_;
   }

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Files in `dir` (the probe must leave none behind).
 std::vector<std::string> Files(const std::string& dir) {
@@ -70,11 +71,7 @@ class Daemon {
   explicit Daemon(const std::string& config)
       : process_(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"}) {}
   int Port() {
-    if (port_ == 0 && process_.WaitForStderr("(port ", seconds(30))) {
-      std::smatch match;
-      const std::string err = process_.Stderr();
-      if (std::regex_search(err, match, std::regex(R"(\(port (\d+)\))"))) port_ = std::stoi(match[1]);
-    }
+    if (port_ == 0) port_ = process_.ListeningPort();
     return port_;
   }
   std::string Metrics() {
@@ -177,6 +174,23 @@ TEST(DiskCli, BadInputExitsNonZeroWithTheReason) {
   const auto help = RunCommand(HOSTPERF_CLI_BIN, {"io", "--help"}, seconds(10));
   EXPECT_EQ(help.status, 0);
   EXPECT_THAT(help.out, HasSubstr("--max-buffer-size"));
+}
+
+TEST(DiskCli, DebugLogsEveryFileAndTest) {
+  TempDir dir;
+  const auto quiet = Io(dir, {"--duration=1s", "--data-size=256kb", "--max-buffer-size=64kb", "--thread-count=1",
+                              "--log-file=" + dir.path() + "/q.json", dir.path()});
+  ASSERT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_THAT(quiet.err, Not(HasSubstr("created")));
+  const auto debug = Io(dir, {"--debug", "--duration=1s", "--data-size=256kb", "--max-buffer-size=64kb",
+                              "--thread-count=1", "--log-file=" + dir.path() + "/d.json", dir.path()});
+  ASSERT_EQ(debug.status, 0) << debug.err;
+  EXPECT_THAT(debug.err, HasSubstr("disk: created " + dir.path() + "/"));
+  EXPECT_THAT(debug.err, HasSubstr("blocks of 65536"));
+  for (const char* test : {"Write", "ReWrite", "Read", "SkipRead"}) {
+    EXPECT_THAT(debug.err, HasSubstr(std::string("disk: ") + test + " in " + dir.path() + ": ")) << test;
+  }
+  EXPECT_THAT(debug.err, HasSubstr("0 bad block(s)"));
 }
 
 TEST(DiskCli, SigtermMidRunLeavesNoFiles) {

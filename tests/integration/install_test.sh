@@ -12,4 +12,7 @@ done
 [[ -f $prefix/etc/hostperf/hostperf.toml ]] || { echo "missing etc/hostperf/hostperf.toml"; exit 1; }
 "$prefix/bin/hostperf_exporter" --config.file="$prefix/etc/hostperf/hostperf.toml" --config.check
 "$prefix/bin/hostperf" --version
+# The web config example, and the TLS shims for CivetWeb next to the binaries.
+"$prefix/bin/hostperf_exporter" --web.config.file="$prefix/etc/hostperf/web-config.example.yml" --config.check
+compgen -G "$prefix/lib*/hostperf/libhostperf-civetweb-ssl.so" >/dev/null || { echo "missing TLS shim"; exit 1; }
 echo "install layout OK"

@@ -88,10 +88,8 @@ class NetDaemon {
 
   int HttpPort() {
     if (http_port_ == 0) {
-      EXPECT_TRUE(process_->WaitForStderr("(port ", 30s)) << process_->Stderr();
-      std::smatch match;
-      const std::string err = process_->Stderr();
-      if (std::regex_search(err, match, std::regex(R"(\(port (\d+)\))"))) http_port_ = std::stoi(match[1]);
+      http_port_ = process_->ListeningPort();
+      EXPECT_NE(http_port_, 0) << process_->Stderr();
     }
     return http_port_;
   }
@@ -208,6 +206,58 @@ TEST_F(NetIntegrationTest, BadHmacGetsNoReplyAndSecondThroughputClientGetsBusy) 
   EXPECT_EQ(second.outcome, net::SessionOutcome::kBusy) << second.error;
   EXPECT_EQ(first.outcome, net::SessionOutcome::kOk) << first.error;
   EXPECT_GT(first.bytes_received, 0u);
+}
+
+// Peer latency against one port: the number of pings answered.
+std::uint32_t PingsAnswered(std::uint16_t port, const net::Secret& secret) {
+  const net::PeerTarget target{"p", *net::ParseNumericAddress("127.0.0.1", port)};
+  net::LatencyOptions options;
+  options.packets = 3;
+  options.interval = 5ms;
+  options.reply_timeout = 300ms;
+  return net::MeasureLatency(std::span(&target, 1), options, secret, [] { return false; })[0].received;
+}
+
+TEST_F(NetIntegrationTest, ResponderRecoversFromAPortInUseAndMovesOnReload) {
+  const std::uint16_t first = FreePort();
+  const std::uint16_t second = FreePort();
+  ASSERT_NE(first, second);
+  // Another process holds the UDP port: the responder cannot start.
+  // CLOEXEC: the daemon must not inherit the blocker and hold the port itself.
+  auto blocker = std::make_unique<net::Fd>(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  const auto blocked = *net::ParseNumericAddress("127.0.0.1", first);
+  ASSERT_EQ(::bind(blocker->get(), blocked.get(), blocked.length), 0) << std::strerror(errno);
+  NetDaemon daemon(dir_, "d", first, {});
+  EXPECT_TRUE(daemon.WaitFor(
+      [](const std::string& m) {
+        return Sample(m, "hostperf_probe_failures_total{probe=\"net\",reason=\"responder_down\"}").value_or(0) >= 1 &&
+               Sample(m, "hostperf_net_responder_up") == 0.0;
+      },
+      20s))
+      << daemon.Metrics();
+  // The port comes free: the next scheduled run starts the responder.
+  blocker.reset();
+  EXPECT_TRUE(daemon.WaitFor([](const std::string& m) { return Sample(m, "hostperf_net_responder_up") == 1.0; }, 20s))
+      << daemon.process().Stderr();
+  EXPECT_EQ(PingsAnswered(first, SharedSecret()), 3u);
+
+  // A reload that moves the responder to another port and rotates the secret.
+  const std::string rotated = "rotated-secret-for-the-reload-test-0123456789";
+  dir_.Write("secret", rotated);
+  std::ifstream in(dir_.path() + "/d.toml");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "ports = [" + std::to_string(first) + "]";
+  ASSERT_NE(config.find(from), std::string::npos);
+  config.replace(config.find(from), from.size(), "ports = [" + std::to_string(second) + "]");
+  dir_.Write("d.toml", config);
+  const auto reload = HttpRequest(daemon.HttpPort(), "POST", "/-/reload");
+  ASSERT_TRUE(reload.has_value());
+  EXPECT_EQ(reload->status, 200) << reload->body;
+  const net::Secret rotated_secret(rotated.begin(), rotated.end());
+  EXPECT_EQ(PingsAnswered(second, rotated_secret), 3u);
+  EXPECT_EQ(PingsAnswered(second, SharedSecret()), 0u);
+  EXPECT_EQ(PingsAnswered(first, rotated_secret), 0u);
+  EXPECT_EQ(Sample(daemon.Metrics(), "hostperf_net_responder_up"), 1.0);
 }
 
 TEST_F(NetIntegrationTest, CliAgainstTwoDaemonsPrintsBothTables) {

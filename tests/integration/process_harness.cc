@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <regex>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,13 @@ std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= until) return std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+int ChildProcess::ListeningPort(std::chrono::milliseconds timeout) {
+  if (!WaitForStderr("(port ", timeout)) return 0;
+  std::smatch match;
+  const std::string err = Stderr();
+  return std::regex_search(err, match, std::regex(R"(\(port (\d+)\))")) ? std::stoi(match[1]) : 0;
 }
 
 bool ChildProcess::WaitForStderr(const std::string& needle, std::chrono::milliseconds timeout) {

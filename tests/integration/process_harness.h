@@ -28,6 +28,9 @@ class ChildProcess {
   // Polls stderr until `needle` appears (true) or the child exits or the
   // timeout passes (false).
   bool WaitForStderr(const std::string& needle, std::chrono::milliseconds timeout);
+  // hostperf_exporter's HTTP port, from its "listening on ... (port N)" log
+  // line (started with --web.listen-address=127.0.0.1:0); 0 if it never came.
+  int ListeningPort(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
  private:
   pid_t pid_ = -1;

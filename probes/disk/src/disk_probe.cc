@@ -33,7 +33,6 @@ using Seconds = std::chrono::duration<double>;
 
 constexpr double kMB = 1024.0 * 1024.0;  // vioperf's MB: buffer sizes are powers of 1024
 constexpr auto kInstantWindow = std::chrono::seconds(1);
-constexpr auto kBudgetWindow = std::chrono::hours(1);
 constexpr auto kMinFinalRowGap = std::chrono::milliseconds(100);
 
 // Everything a run uses, resolved from the config and the full-run options.
@@ -48,6 +47,7 @@ struct Plan {
   bool direct_io = true;
   bool crc = true;
   bool preserve_files = false;
+  bool verbose = false;  // --debug
   Clock::duration duration{0};
   Clock::duration log_interval{0};
 };
@@ -279,6 +279,7 @@ class DiskProbe final : public Probe {
     plan.direct_io = !options.disable_direct_io.value_or(config.disable_direct_io);
     plan.crc = !options.disable_crc.value_or(config.disable_crc);
     plan.preserve_files = options.preserve_files;
+    plan.verbose = options.debug;
     // Scheduled: Write and ReWrite together write bytes_per_run.
     plan.data_size = plan.full ? options.data_size : std::max<std::uint64_t>(config.bytes_per_run / 2, 1);
     plan.reserve = config.reserve;
@@ -397,6 +398,7 @@ class DiskProbe final : public Probe {
     options.direct_io = plan.direct_io;
     options.crc = plan.crc;
     options.idle_io_priority = !plan.full;
+    options.verbose = plan.verbose;
     options.run_id = NewRunId();
     auto created = Workload::Create(dir, options);
     if (!created.ok()) return failed(created.error);
@@ -458,21 +460,11 @@ class DiskProbe final : public Probe {
     return {};
   }
 
-  // The probe's own hourly write budget (until the sidecar-wide enforcer):
-  // refuses a run whose planned writes would exceed it.
+  // Refuses a scheduled run whose planned writes would exceed the hourly disk budget.
   std::optional<DiskError> ChargeBudget(const RunContext& ctx, std::uint64_t bytes) {
-    const std::uint64_t budget =
-        ctx.config ? ctx.config->budget.disk_bytes_per_hour : config::BudgetConfig{}.disk_bytes_per_hour;
-    const auto now = Clock::now();
-    while (!spent_.empty() && now - spent_.front().first >= kBudgetWindow) spent_.pop_front();
-    std::uint64_t used = 0;
-    for (const auto& [at, n] : spent_) used += n;
-    if (used + bytes > budget) {
-      return DiskError{"budget_exhausted",
-                       fmt::format("writing {} would exceed the disk budget of {} per hour ({} used in the last hour)",
-                                   config::FormatSize(bytes), config::FormatSize(budget), config::FormatSize(used))};
+    if (auto over = BudgetFor(ctx, own_budget_).TrySpend(BudgetResource::kDiskBytes, static_cast<double>(bytes))) {
+      return DiskError{"budget_exhausted", "writing " + *over};
     }
-    spent_.emplace_back(now, bytes);
     return std::nullopt;
   }
 
@@ -498,7 +490,8 @@ class DiskProbe final : public Probe {
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
   std::mutex run_mutex_;
-  std::deque<std::pair<Clock::time_point, std::uint64_t>> spent_;
+  // Scheduled runs outside the daemon (tests) spend from this one.
+  ImpactBudget own_budget_{[] { return std::chrono::steady_clock::now(); }};
 
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& read_bytes_;

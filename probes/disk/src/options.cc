@@ -73,7 +73,7 @@ the current directory), every block verified with CRC32C.
   --preserve-files     keep the files written (renamed hostperf-preserved-*)
   --disable-crc        check block headers only
   --disable-direct-io  go through the page cache instead of O_DIRECT
-  --debug              verbose error messages
+  --debug              verbose messages: every file, test and bad block
   --data-size=S        bytes of files per directory (4.5gb, like vioperf)
   --files-per-thread=N files each thread writes (1)
 Intervals: 60s, 60sec, 10min, 1hrs ...; sizes: 512b, 64k, 1mb, 1gigabyte.

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "hostperf/probes/disk/block.h"
 
 namespace hostperf::probes::disk {
@@ -22,6 +24,12 @@ std::string Hex(std::uint64_t value) {
   std::snprintf(buffer, sizeof(buffer), "%llx", static_cast<unsigned long long>(value));
   return buffer;
 }
+
+// Bad blocks logged one by one per run (the rest are only counted), so that a
+// dying disk cannot flood the log.
+constexpr std::uint64_t kVerboseBadBlocks = 100;
+
+spdlog::level::level_enum DetailLevel(bool verbose) { return verbose ? spdlog::level::info : spdlog::level::debug; }
 
 // One timed pread/pwrite of a whole block; a short transfer is an error.
 std::optional<DiskError> TimedIo(bool write, int fd, std::byte* buffer, std::size_t size, std::uint64_t offset,
@@ -117,7 +125,23 @@ DiskResult<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir,
   const std::size_t blocks = options.file_size / options.block_size;
   for (std::size_t i = 0; i < count; ++i) {
     auto created = ScratchFile::Create(dir, ScratchName(options.run_id, i), options.direct_io);
-    if (!created.ok()) return created.error;  // files made so far are removed with `workload`
+    if (!created.ok()) {
+      spdlog::log(DetailLevel(options.verbose), "disk: cannot create scratch file {} in {}: {} ({})",
+                  ScratchName(options.run_id, i), dir.path(), created.error.message, created.error.reason);
+      return created.error;  // files made so far are removed with `workload`
+    }
+    // Reserve the blocks up front, as fio does: the Write test then measures
+    // writing data rather than the file system's block allocation, and a full
+    // disk shows here, before any timing, as a clean no_space.
+    const int reserved = ::fallocate((*created.value)->fd(), 0, 0, static_cast<off_t>(options.file_size));
+    const int reserve_error = reserved == 0 ? 0 : errno;
+    if (reserve_error != 0 && reserve_error != EOPNOTSUPP && reserve_error != ENOSYS) {
+      return ErrnoError(reserve_error, "reserving " + std::to_string(options.file_size) + " bytes for " +
+                                   (*created.value)->name());
+    }
+    spdlog::log(DetailLevel(options.verbose), "disk: created {}/{} ({} bytes in {} blocks of {}, {}, alignment {})",
+                dir.path(), (*created.value)->name(), options.file_size, blocks, options.block_size,
+                options.direct_io ? "O_DIRECT" : "buffered", dir.alignment());
     File file;
     file.file = std::move(*created.value);
     file.id = (options.run_id << 16) | i;
@@ -150,6 +174,9 @@ std::optional<DiskError> Workload::Run(DiskTest test, Clock::time_point until, c
     if (tick) tick();
   }
   for (auto& thread : threads) thread.join();
+  spdlog::log(DetailLevel(options_.verbose), "disk: {} in {}: {} bytes read, {} written, {} ops, {} bad block(s)",
+              TestName(test), dir_.path(), counters.bytes_read.load(), counters.bytes_written.load(),
+              counters.ops.load(), counters.verify_errors.load());
   for (const auto& per_thread : local) {
     for (std::size_t op = 0; op < kOpCount; ++op) latencies[op].Merge(per_thread[op]);
   }
@@ -176,7 +203,12 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
     const BlockId expected{file.id, index, file.generation[index]};
     const BlockStatus status = VerifyBlock(block, expected, options_.crc);
     if (status == BlockStatus::kOk) return;
-    counters.verify_errors.fetch_add(1);
+    const std::uint64_t bad_blocks = counters.verify_errors.fetch_add(1) + 1;
+    if (bad_blocks <= kVerboseBadBlocks) {
+      spdlog::log(DetailLevel(options_.verbose), "disk: {} in block {} (offset {}) of {}/{}: expected file {} generation {}",
+                  ToString(status), index, index * size, dir_.path(), file.file->name(), Hex(file.id),
+                  expected.generation);
+    }
     RecordVerifyError(std::string(ToString(status)) + " in block " + std::to_string(index) + " (offset " +
                       std::to_string(index * size) + ") of " + dir_.path() + "/" + file.file->name() +
                       ": expected file " + Hex(file.id) + " generation " + std::to_string(expected.generation));
@@ -229,7 +261,11 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
             break;
           }
         }
-        if (error) return error;
+        if (error) {
+          spdlog::log(DetailLevel(options_.verbose), "disk: {} test, thread {}: {} ({}; block {} of {}, buffer alignment {})",
+                      TestName(test), thread, error->message, error->reason, index, blocks, alignment);
+          return error;
+        }
         counters.ops.fetch_add(1, std::memory_order_relaxed);
       }
     }

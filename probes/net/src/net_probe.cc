@@ -135,6 +135,17 @@ json AverageRow(const json& rows, const std::string& date, const std::string& te
           {"duration_seconds", duration / n}};
 }
 
+// What the responder was started with; a reload that changes any of it restarts the responder.
+struct ResponderSettings {
+  std::string bind_address;
+  std::vector<std::uint16_t> ports;
+  std::string secret_file;
+  Secret secret;  // the file's content (empty: a generated loopback secret)
+  std::uint32_t max_connections = 0;
+  std::uint32_t rate_limit = 0;
+  bool operator==(const ResponderSettings&) const = default;
+};
+
 class NetProbe final : public Probe, private ResponderObserver {
  public:
   explicit NetProbe(const ProbeDeps& deps)
@@ -185,8 +196,26 @@ class NetProbe final : public Probe, private ResponderObserver {
   std::string_view Name() const override { return "net"; }
   config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.net.schedule; }
 
+  // Called at start-up and after every successful reload: restarts the
+  // responder only when its settings (or the secret file's content) changed,
+  // so a reload can move ports or rotate the secret without a restart.
   void StartServices(const config::Config& config) override {
+    std::lock_guard services_lock(services_mutex_);
     const config::NetProbeConfig& net = config.probes.net;
+    ResponderSettings wanted{net.bind_address, net.ports, net.secret_file, {}, net.max_connections, net.rate_limit};
+    if (!net.secret_file.empty()) {
+      auto secret = ReadSecretFile(net.secret_file);
+      if (!secret.error.empty()) {
+        // Keep serving with the old secret rather than going dark on a bad rotation.
+        spdlog::error("net: peer responder {}: {}", responder_ ? "keeps its old settings" : "not started",
+                      secret.error);
+        if (!responder_) SetResponderError(secret.error);
+        return;
+      }
+      wanted.secret = std::move(secret.secret);
+    }
+    if (responder_ && wanted == responder_settings_) return;
+
     ResponderOptions options;
     options.bind_address = net.bind_address;
     options.ports = net.ports;
@@ -195,18 +224,22 @@ class NetProbe final : public Probe, private ResponderObserver {
     options.observer = this;
     if (net.secret_file.empty()) {
       options.bind_address = "";  // a generated secret: nobody else can talk to us anyway
-      options.secret = RandomSecret();
+      // An unchanged loopback responder keeps its secret; a new one gets a fresh secret.
+      options.secret = responder_ && responder_settings_.secret_file.empty() ? responder_secret_ : RandomSecret();
     } else {
-      auto secret = ReadSecretFile(net.secret_file);
-      if (!secret.error.empty()) {
-        spdlog::error("net: peer responder not started: {}", secret.error);
-        return;
-      }
-      options.secret = std::move(secret.secret);
+      options.secret = wanted.secret;
     }
     // With a shared secret, an empty bind_address means every address
     // (IPv6 and IPv4 on one socket, else IPv4 only).
     if (!net.secret_file.empty() && net.bind_address.empty()) options.bind_address = "::";
+    // The old responder may hold the same ports: stop it before binding.
+    {
+      std::unique_ptr<Responder> old;
+      std::lock_guard lock(state_mutex_);
+      old = std::move(responder_);
+      responder_ports_.clear();
+    }
+    responder_up_.Set(0);
     std::string error;
     const Secret secret = options.secret;
     auto responder = StartResponder(options, &error);
@@ -216,6 +249,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
     if (!responder) {
       spdlog::error("net: peer responder not started: {}", error);
+      SetResponderError(error);
       return;
     }
     std::string ports;
@@ -223,6 +257,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     spdlog::info("net: peer responder listening on {} port(s) {}",
                  options.bind_address.empty() ? "loopback" : options.bind_address, ports);
     std::lock_guard lock(state_mutex_);
+    responder_settings_ = std::move(wanted);
+    responder_error_.clear();
     responder_secret_ = secret;
     responder_ports_ = responder->Ports();
     responder_ = std::move(responder);
@@ -230,22 +266,25 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   ProbeOutcome Run(const RunContext& ctx) override {
-    std::unique_lock lock(run_mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return ProbeOutcome::Skipped("busy", "another net run is in progress");
-    try {
-      return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx);
-    } catch (const std::exception& e) {
-      return ProbeOutcome::Failure("internal_error", e.what());
-    } catch (...) {
-      return ProbeOutcome::Failure("internal_error", "unknown exception");
-    }
+    return RunExclusive(run_mutex_, Name(), [&] { return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx); });
   }
+
 
  private:
   void OnRequest(std::string_view type) override { requests_.Add({{"type", std::string(type)}}).Increment(); }
   void OnDrop(std::string_view reason) override { dropped_.Add({{"reason", std::string(reason)}}).Increment(); }
 
   // The secret: the responder's (generated or from the file), else the file's.
+  void SetResponderError(std::string error) {
+    std::lock_guard lock(state_mutex_);
+    responder_error_ = std::move(error);
+  }
+
+  std::string ResponderError() {
+    std::lock_guard lock(state_mutex_);
+    return responder_ ? std::string() : responder_error_;
+  }
+
   std::optional<Secret> ClientSecret(const config::NetProbeConfig& net, std::string* error) {
     {
       std::lock_guard lock(state_mutex_);
@@ -301,9 +340,18 @@ class NetProbe final : public Probe, private ResponderObserver {
     const config::Config defaults;
     const config::Config& config = ctx.config ? *ctx.config : defaults;
     const config::NetProbeConfig& net = config.probes.net;
+    // A responder that could not bind (a port still held by another process)
+    // is retried every run, so it recovers without a restart.
+    if (!ResponderError().empty()) StartServices(config);
     std::string error;
     const auto secret = ClientSecret(net, &error);
-    if (!secret) return ProbeOutcome::Failure("no_secret", error);
+    if (!secret) {
+      const std::string responder_error = ResponderError();
+      if (!responder_error.empty()) {
+        return ProbeOutcome::Failure("responder_down", "peer responder not running: " + responder_error);
+      }
+      return ProbeOutcome::Failure("no_secret", error);
+    }
 
     std::vector<std::string> errors;
     const auto all = ConfiguredPeers(net, &errors);
@@ -361,22 +409,25 @@ class NetProbe final : public Probe, private ResponderObserver {
       if (peer_up) up.emplace_back(peer.spec.name, *peer.address);
       result["peers"].push_back(entry);
     }
+    // Peers cannot probe this host while its responder is down: a fault of
+    // this host, named as such rather than as its peers' silence.
+    if (const std::string responder_error = ResponderError(); !responder_error.empty()) {
+      if (!up.empty()) result["throughput"] = ScheduledThroughput(ctx, config, *secret, SortedByName(std::move(up)));
+      return ProbeOutcome::Failure("responder_down", "peer responder not running: " + responder_error, result);
+    }
     if (!resolved.empty() && up.empty()) {
       return ProbeOutcome::Failure("all_peers_down", "no peer answered", result);
     }
-    // A stable order, so that the round robin reaches every peer although the
-    // rendezvous choice is ordered by score.
-    std::sort(up.begin(), up.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    result["throughput"] = ScheduledThroughput(ctx, config, *secret, up);
+    result["throughput"] = ScheduledThroughput(ctx, config, *secret, SortedByName(std::move(up)));
     return ProbeOutcome::Success(result);
   }
 
-  // Bytes sent in throughput bursts during the last hour.
-  std::uint64_t BytesLastHour(Clock::time_point now) {
-    while (!spent_.empty() && now - spent_.front().first > std::chrono::hours(1)) spent_.pop_front();
-    std::uint64_t total = 0;
-    for (const auto& [when, bytes] : spent_) total += bytes;
-    return total;
+  // A stable order, so that the throughput round robin reaches every peer
+  // although the rendezvous choice is ordered by score.
+  static std::vector<std::pair<std::string, SocketAddress>> SortedByName(
+      std::vector<std::pair<std::string, SocketAddress>> up) {
+    std::sort(up.begin(), up.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return up;
   }
 
   json ScheduledThroughput(const RunContext& ctx, const config::Config& config, const Secret& secret,
@@ -393,7 +444,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (up.empty()) return skip("no_peer");
     const auto planned = static_cast<std::uint64_t>(static_cast<double>(net.throughput_rate) *
                                                     std::chrono::duration<double>(net.throughput_duration).count());
-    if (BytesLastHour(Clock::now()) + planned > config.budget.net_bytes_per_hour) return skip("budget");
+    ImpactBudget& budget = BudgetFor(ctx, own_budget_);
+    if (budget.TrySpend(BudgetResource::kNetBytes, static_cast<double>(planned))) return skip("budget");
     // Round robin over peers; a BUSY peer keeps its turn and is retried next run.
     const auto& [name, address] = up[next_throughput_peer_ % up.size()];
     ThroughputOptions options;
@@ -402,7 +454,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     options.rate_bytes_per_second = net.throughput_rate;
     options.datagram_size = net.udp_datagram_size;
     const auto r = RunThroughput(address, options, secret, [&] { return ctx.ShouldStop(); });
-    spent_.emplace_back(Clock::now(), r.bytes_sent);
+    // Settle the reservation with what was actually sent (less if cut short).
+    budget.Refund(BudgetResource::kNetBytes, static_cast<double>(planned) - static_cast<double>(r.bytes_sent));
     throughput_bytes_.Add({{"peer", name}}).Increment(static_cast<double>(r.bytes_sent));
     const char* test = next_is_udp_ ? "udp-throughput" : "tcp-throughput";
     if (r.outcome == SessionOutcome::kBusy) return skip("busy");
@@ -562,12 +615,16 @@ class NetProbe final : public Probe, private ResponderObserver {
   prometheus::Gauge& responder_up_;
 
   std::mutex run_mutex_;
+  std::mutex services_mutex_;  // serialises StartServices (start-up, reload, retry)
   std::mutex state_mutex_;
   std::unique_ptr<Responder> responder_;  // declared last among owners: stopped first
+  ResponderSettings responder_settings_;  // what responder_ was started with
+  std::string responder_error_;           // why the last start failed; empty once running
   Secret responder_secret_;
   std::vector<std::uint16_t> responder_ports_;
   PeersFile peers_file_;
-  std::deque<std::pair<Clock::time_point, std::uint64_t>> spent_;
+  // Scheduled runs outside the daemon (tests) spend from this one.
+  ImpactBudget own_budget_{[] { return std::chrono::steady_clock::now(); }};
   std::size_t next_throughput_peer_ = 0;
   bool next_is_udp_ = false;
 };

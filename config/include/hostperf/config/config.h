@@ -30,6 +30,11 @@ struct BudgetConfig {
   double cpu_seconds_per_hour = 36;
   std::uint64_t disk_bytes_per_hour = 2 * kGiB;
   std::uint64_t net_bytes_per_hour = 2 * kGiB;
+  // Busy gate: skip scheduled probes (reason host_busy) while the share of
+  // time some task waited for CPU / for I/O over the last 10 s (Linux PSI
+  // "some avg10", percent) is above this. 0 disables the gate.
+  double busy_cpu_pressure = 0;
+  double busy_io_pressure = 0;
 };
 
 struct SchedulerConfig {

@@ -17,6 +17,8 @@
 #include "hostperf/exporter/clock.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/http_server.h"
+#include "hostperf/exporter/run_api.h"
+#include "hostperf/exporter/run_manager.h"
 #include "hostperf/exporter/scheduler.h"
 #include "hostperf/probes/probe.h"
 
@@ -37,6 +39,7 @@ struct DaemonOptions {
   std::string listen_address = ":9580";
   std::string telemetry_path = "/metrics";
   probes::SystemRoots roots;
+  std::shared_ptr<WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
 };
 
 // Wires config, probes, scheduler and HTTP together.
@@ -63,6 +66,8 @@ class Daemon {
   Result<bool> Start();
   HttpResponse HandleLanding(const HttpRequest& request) const;
   HttpResponse HandleReload(const HttpRequest& request);
+  // api.token_file of `config`: nullopt when unset (API disabled).
+  static Result<std::optional<std::string>> LoadApiToken(const config::Config& config);
   void Heartbeat();
 
   DaemonOptions options_;
@@ -74,7 +79,10 @@ class Daemon {
   prometheus::Gauge* reload_timestamp_ = nullptr;
   std::filesystem::path state_directory_;
   std::vector<std::unique_ptr<probes::Probe>> probes_;
+  std::unique_ptr<ImpactGate> impact_gate_;  // used by scheduler_: declared before it
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<RunManager> run_manager_;  // full runs (run API)
+  std::unique_ptr<RunApi> run_api_;
   std::unique_ptr<HttpServer> server_;
 
   std::mutex reload_mu_;  // one reload at a time (SIGHUP and HTTP)

@@ -14,6 +14,8 @@ struct mg_connection;
 
 namespace hostperf::exporter {
 
+class WebSecurity;
+
 struct HttpRequest {
   std::string method;
   std::string path;
@@ -34,8 +36,9 @@ struct HttpResponse {
   static HttpResponse Text(int status, std::string body);
 };
 
-// Routes are matched on exact path; the handler sees every method and
-// answers 405 itself where needed.
+// Routes are matched on exact path; a key ending in "/*" ("/api/v1/runs/*")
+// also matches every longer path under that prefix (the longest such key
+// wins). The handler sees every method and answers 405 itself where needed.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerOptions {
@@ -47,6 +50,9 @@ struct HttpServerOptions {
   // give their worker back instead of holding it.
   std::chrono::milliseconds request_timeout{10000};
   std::size_t max_body_bytes = 64 * 1024;
+  // --web.config.file: TLS on the listening port and basic auth in front of
+  // every route. Null: plain HTTP, no auth.
+  std::shared_ptr<WebSecurity> security;
 };
 
 // Our own CivetWeb server: prometheus-cpp's Exposer cannot host more than
@@ -66,6 +72,7 @@ class HttpServer {
   HttpServer(HttpServerOptions options, std::map<std::string, HttpHandler> routes);
   static int HandleRequest(mg_connection* connection, void* self);
   int Dispatch(mg_connection* connection);
+  std::map<std::string, HttpHandler>::const_iterator FindRoute(const std::string& path) const;
 
   HttpServerOptions options_;
   std::map<std::string, HttpHandler> routes_;

@@ -15,6 +15,7 @@
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/clock.h"
 #include "hostperf/exporter/framework_metrics.h"
+#include "hostperf/exporter/impact_gate.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {
@@ -37,8 +38,10 @@ struct ProbeStatus {
 // every scheduling decision, so tests drive it with a fake clock.
 class Scheduler {
  public:
-  // `probes` must outlive the scheduler. `seed` feeds the splay and jitter.
-  Scheduler(std::vector<probes::Probe*> probes, const Clock& clock, FrameworkMetrics& metrics, std::uint64_t seed);
+  // `probes` (and `gate`, when given) must outlive the scheduler. `seed`
+  // feeds the splay and jitter. Without a gate, runs are not budgeted.
+  Scheduler(std::vector<probes::Probe*> probes, const Clock& clock, FrameworkMetrics& metrics, std::uint64_t seed,
+            ImpactGate* gate = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -89,6 +92,7 @@ class Scheduler {
 
   const Clock& clock_;
   FrameworkMetrics& metrics_;
+  ImpactGate* gate_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -10,10 +10,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "hostperf/config/config.h"
+#include "hostperf/probes/impact_budget.h"
 #include "hostperf/probes/system_roots.h"
 
 namespace prometheus {
@@ -47,6 +49,9 @@ struct RunContext {
   // Probe-specific report entries as they are produced (e.g. one vioperf
   // table row, as JSON with a "kind"); may be empty.
   std::function<void(const nlohmann::json&)> on_report;
+  // The sidecar's impact budget (scheduled runs): spend disk and network
+  // bytes here before using them. Null: unlimited (full runs, the CLI).
+  ImpactBudget* budget = nullptr;
 
   bool Cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
   bool ShouldStop() const { return Cancelled() || std::chrono::steady_clock::now() >= deadline; }
@@ -82,8 +87,9 @@ class Probe {
   // Measures once. Must not throw; updates the probe's own metrics.
   virtual ProbeOutcome Run(const RunContext& context) = 0;
   // Long-running services the daemon hosts for this probe (the net probe's
-  // peer responder), started once after creation; stopped by the destructor.
-  // The CLI never calls it. Must not throw; failures are logged.
+  // peer responder): called after creation and again after every successful
+  // reload (restart only what changed); stopped by the destructor. The CLI
+  // never calls it. Must not throw; failures are logged.
   virtual void StartServices(const config::Config& /*config*/) {}
 };
 
@@ -105,9 +111,36 @@ ProbeOutcome RunExclusive(std::mutex& mutex, std::string_view probe, Measure&& m
 
 using ProbeFactory = std::unique_ptr<Probe> (*)(const ProbeDeps& deps);
 
+// Checks a probe's full-run options (RunContext::options, a JSON object):
+// "" when valid, else a message naming the bad key.
+using OptionsValidator = std::string (*)(const nlohmann::json& options);
+
+// Adapts a probe's own option parser (returning Result<T> or an error string)
+// to an OptionsValidator.
+template <auto Parse>
+std::string ValidateOptionsWith(const nlohmann::json& options) {
+  if constexpr (std::is_convertible_v<decltype(Parse(options)), std::string>) {
+    return Parse(options);
+  } else {
+    const auto parsed = Parse(options);
+    return parsed ? std::string() : parsed.error();
+  }
+}
+
+// How a probe's full-run options spell the run length, so that the run API's
+// top-level "duration" can fill in the probe's own "duration" option.
+enum class DurationOption {
+  kNone,      // the probe has no run-length option
+  kInterval,  // "duration": "60s"
+  kSeconds,   // "duration": 60 (a number of seconds)
+};
+
 struct ProbeRegistration {
   std::string_view name;
   ProbeFactory factory;
+  // Full-run options; nullptr: the probe takes none (only null or {}).
+  OptionsValidator validate_options = nullptr;
+  DurationOption duration_option = DurationOption::kNone;
 };
 
 // Every probe, one line each in probes/registry.cc.

@@ -57,6 +57,9 @@ struct WorkloadOptions {
   bool crc = true;
   bool idle_io_priority = false;  // ioprio IDLE on the worker threads (scheduled runs)
   std::uint64_t run_id = 0;       // distinguishes this run's files and data
+  // vioperf --debug: every file, test and bad block logged at info level
+  // (at debug level otherwise).
+  bool verbose = false;
 };
 
 // The files of one directory and the four tests over them.

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The sidecar's cost to its host, measured side by side (loopback only).
+#   bench/impact/run.sh BUILD_DIR [SECTION...]
+# Sections (default: all):
+#   interference  sysbench cpu and fio 4k random reads with the daemon stopped, on its defaults and
+#                 on an aggressive schedule (every probe every 10 s): slowdown ratios, median of RUNS
+#   cost          the daemon on its defaults for COST_MINUTES (default 30): CPU seconds, peak and final
+#                 RSS, open fds, bytes written, bytes sent; CPU as a share of one core
+#   scrape        /metrics latency p50/p99 under wrk (1 and 32 connections) and bytes per scrape,
+#                 against prometheus-node-exporter on the same machine
+#   peers         one daemon probing 200 peers (one responder serving 200 ports) with the default
+#                 max_peers_per_cycle: CPU per cycle and per probed peer
+# Environment: RUNS (3), SECONDS_PER_RUN (20), COST_MINUTES (30), PEERS_SECONDS (60).
+set -euo pipefail
+build=${1:?usage: run.sh BUILD_DIR [interference|cost|scrape|peers]...}
+shift
+sections=("$@")
+[ ${#sections[@]} -eq 0 ] && sections=(interference cost scrape peers)
+runs=${RUNS:-3}
+seconds=${SECONDS_PER_RUN:-20}
+cost_minutes=${COST_MINUTES:-30}
+peers_seconds=${PEERS_SECONDS:-60}
+exporter="$build/exporter/hostperf_exporter"
+[ -x "$exporter" ] || { echo "no $exporter" >&2; exit 1; }
+for tool in python3 curl; do command -v $tool >/dev/null || { echo "missing $tool" >&2; exit 1; }; done
+
+work=$(mktemp -d /var/tmp/hostperf-impact.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+median() { python3 -c "import statistics,sys; print(round(statistics.median(float(x) for x in sys.argv[1:]), 4))" "$@"; }
+ratio() { python3 -c "import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 4))" "$1" "$2"; }
+
+# start_daemon NAME CONFIG_BODY: starts hostperf_exporter, sets $daemon_pid and $daemon_port.
+start_daemon() {
+  local name=$1 body=$2
+  mkdir -p "$work/$name"
+  printf 'state_directory = "%s"\n%s\n' "$work/$name/state" "$body" > "$work/$name/hostperf.toml"
+  "$exporter" --config.file="$work/$name/hostperf.toml" --web.listen-address=127.0.0.1:0 2>"$work/$name/log" &
+  daemon_pid=$!
+  pids+=("$daemon_pid")
+  for _ in $(seq 100); do
+    daemon_port=$(grep -oP '\(port \K[0-9]+' "$work/$name/log" 2>/dev/null | head -1 || true)
+    [ -n "$daemon_port" ] && return 0
+    sleep 0.1
+  done
+  echo "daemon $name did not start:" >&2; cat "$work/$name/log" >&2; exit 1
+}
+stop_daemon() { kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; }
+cpu_seconds() { python3 -c "
+import os; f=open('/proc/$1/stat').read().rsplit(')',1)[1].split()
+print((int(f[11])+int(f[12]))/os.sysconf('SC_CLK_TCK'))"; }
+metric_sum() { curl -s "http://127.0.0.1:$1/metrics" | python3 -c "
+import sys; print(sum(float(l.rsplit(' ',1)[1]) for l in sys.stdin if l.startswith('$2')))"; }
+
+aggressive='[probes.cpu]
+interval = "10s"
+[probes.memory]
+interval = "10s"
+[probes.disk]
+interval = "10s"
+[probes.net]
+interval = "10s"'
+
+interference() {
+  command -v sysbench >/dev/null && command -v fio >/dev/null || { echo "interference: needs sysbench and fio" >&2; return 1; }
+  fio_file="$work/fio.dat"
+  bench_cpu() { sysbench cpu --threads="$(nproc)" --time="$seconds" run | awk '/events per second/ {print $4}'; }
+  bench_io() {
+    fio --name=randread --filename="$fio_file" --size=1g --rw=randread --bs=4k --direct=1 --ioengine=psync \
+        --time_based --runtime="$seconds" --output-format=json 2>/dev/null |
+      python3 -c "import json,sys; print(json.load(sys.stdin)['jobs'][0]['read']['iops'])"
+  }
+  fio --name=prep --filename="$fio_file" --size=1g --rw=write --bs=1m --direct=1 >/dev/null 2>&1
+  declare -A cpu io
+  for condition in stopped defaults aggressive; do
+    cpu[$condition]=""; io[$condition]=""
+  done
+  for ((run = 0; run < runs; run++)); do
+    for condition in stopped defaults aggressive; do
+      if [ "$condition" = defaults ]; then start_daemon "i$run$condition" ""; fi
+      if [ "$condition" = aggressive ]; then start_daemon "i$run$condition" "$aggressive"; fi
+      # Past the first-run splay (30 s at most), so that the probes are in their steady schedule.
+      [ "$condition" != stopped ] && sleep 35
+      cpu[$condition]+=" $(bench_cpu)"
+      io[$condition]+=" $(bench_io)"
+      [ "$condition" != stopped ] && stop_daemon
+    done
+  done
+  for condition in defaults aggressive; do
+    c=$(ratio "$(median ${cpu[stopped]})" "$(median ${cpu[$condition]})")
+    i=$(ratio "$(median ${io[stopped]})" "$(median ${io[$condition]})")
+    echo "interference ($condition): sysbench cpu slowdown $c, fio randread slowdown $i (1.00 = none; goal at defaults <= 1.01)"
+  done
+  echo "interference raw: sysbench events/s stopped=[${cpu[stopped]} ] defaults=[${cpu[defaults]} ] aggressive=[${cpu[aggressive]} ]; fio IOPS stopped=[${io[stopped]} ] defaults=[${io[defaults]} ] aggressive=[${io[aggressive]} ]"
+}
+
+cost() {
+  start_daemon cost ""
+  local pid=$daemon_pid start_cpu peak_fds=0 samples=$((cost_minutes * 6))
+  start_cpu=$(cpu_seconds "$pid")
+  for ((i = 0; i < samples; i++)); do
+    sleep 10
+    fds=$(ls /proc/$pid/fd | wc -l)
+    [ "$fds" -gt "$peak_fds" ] && peak_fds=$fds
+  done
+  cpu=$(python3 -c "print(round($(cpu_seconds "$pid") - $start_cpu, 2))")
+  rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status); hwm=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
+  written=$(awk '/^write_bytes/ {print $2}' /proc/$pid/io)
+  sent=$(metric_sum "$daemon_port" hostperf_net_throughput_bytes_total)
+  pings=$(metric_sum "$daemon_port" hostperf_net_packets_sent_total)
+  echo "cost over $cost_minutes min on the defaults: cpu ${cpu} s ($(python3 -c "print(round($cpu / ($cost_minutes * 60) * 100, 3))") % of one core; $(python3 -c "print(round($cpu * 60 / $cost_minutes, 1))") s/hour against a budget of 36), rss final $((rss / 1024)) MiB peak $((hwm / 1024)) MiB, fds final $(ls /proc/$pid/fd | wc -l) peak $peak_fds, disk bytes written $written, throughput bytes sent $sent, pings sent $pings"
+  stop_daemon
+}
+
+scrape() {
+  command -v wrk >/dev/null && command -v prometheus-node-exporter >/dev/null || { echo "scrape: needs wrk and prometheus-node-exporter" >&2; return 1; }
+  start_daemon scrape ""
+  sleep 35  # every probe has run once: a full exposition
+  local node_port=29100
+  prometheus-node-exporter --web.listen-address=127.0.0.1:$node_port >/dev/null 2>&1 & pids+=($!)
+  sleep 1
+  ms() { python3 -c "
+import re,sys
+v,u=re.match(r'([0-9.]+)(us|ms|s)', sys.argv[1]).groups(); print(float(v)*{'us':1e-3,'ms':1,'s':1e3}[u])" "$1"; }
+  latency() {  # port connections -> "p50 p99" in ms
+    local out; out=$(wrk -t1 -c"$2" -d"$seconds"s --latency "http://127.0.0.1:$1/metrics")
+    echo "$(ms "$(echo "$out" | awk '$1 == "50%" {print $2}')") $(ms "$(echo "$out" | awk '$1 == "99%" {print $2}')")"
+  }
+  for c in 1 32; do
+    read -r o50 o99 <<<"$(latency "$daemon_port" $c)"
+    read -r n50 n99 <<<"$(latency $node_port $c)"
+    echo "scrape c=$c: hostperf p50 ${o50} ms p99 ${o99} ms; node_exporter p50 ${n50} ms p99 ${n99} ms; ratio p50 $(ratio "$o50" "$n50") p99 $(ratio "$o99" "$n99") (goal: p99 ratio < 1)"
+  done
+  ob=$(curl -s "http://127.0.0.1:$daemon_port/metrics" | wc -c); nb=$(curl -s "http://127.0.0.1:$node_port/metrics" | wc -c)
+  ogz=$(curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$daemon_port/metrics" | wc -c)
+  ngz=$(curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$node_port/metrics" | wc -c)
+  echo "bytes per scrape: hostperf $ob (gzip $ogz), node_exporter $nb (gzip $ngz), ratio $(ratio "$ob" "$nb")"
+  stop_daemon
+}
+
+peers() {
+  head -c 32 /dev/urandom | base64 > "$work/secret"
+  local base=31000 ports="" list=""
+  for ((i = 0; i < 200; i++)); do
+    ports+="${ports:+, }$((base + i))"; list+="${list:+, }\"127.0.0.1:$((base + i))\""
+  done
+  start_daemon responder "[probes.cpu]
+enabled = false
+[probes.memory]
+enabled = false
+[probes.disk]
+enabled = false
+[probes.net]
+enabled = false
+bind_address = \"127.0.0.1\"
+ports = [$ports]
+secret_file = \"$work/secret\"
+rate_limit = 100000"
+  local responder_pid=$daemon_pid
+  start_daemon prober "[scheduler]
+first_run_splay = \"1s\"
+[probes.cpu]
+enabled = false
+[probes.memory]
+enabled = false
+[probes.disk]
+enabled = false
+[probes.net]
+interval = \"5s\"
+bind_address = \"127.0.0.1\"
+ports = [$((base + 500))]
+secret_file = \"$work/secret\"
+peers = [$list]"
+  sleep 3
+  local start_cpu start_runs
+  start_cpu=$(cpu_seconds "$daemon_pid"); start_runs=$(metric_sum "$daemon_port" 'hostperf_probe_runs_total{probe="net"}')
+  sleep "$peers_seconds"
+  cpu=$(python3 -c "print($(cpu_seconds "$daemon_pid") - $start_cpu)")
+  cycles=$(python3 -c "print(int($(metric_sum "$daemon_port" 'hostperf_probe_runs_total{probe="net"}') - $start_runs))")
+  probed=$(metric_sum "$daemon_port" 'hostperf_net_peers{set="probed"}')
+  up=$(curl -s "http://127.0.0.1:$daemon_port/metrics" | grep -c '^hostperf_net_peer_up{.*} 1$' || true)
+  echo "peers: 200 known, $probed probed per cycle, $up seen up so far; $cycles cycles in ${peers_seconds} s; cpu $(python3 -c "print(round($cpu / max($cycles, 1) * 1000, 1))") ms per cycle, $(python3 -c "print(round($cpu / max($cycles, 1) / max($probed, 1) * 1000, 2))") ms per probed peer (the responder's CPU: $(cpu_seconds "$responder_pid") s)"
+  stop_daemon
+  kill "$responder_pid" 2>/dev/null || true
+}
+
+echo "# bench/impact on $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+for section in "${sections[@]}"; do "$section"; done

@@ -1,0 +1,73 @@
+#include "hostperf/probes/impact_budget.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::probes {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::steady_clock;
+using ::testing::HasSubstr;
+
+class ImpactBudgetTest : public ::testing::Test {
+ protected:
+  steady_clock::time_point now_ = steady_clock::time_point(1000h);
+  ImpactBudget budget_{[this] { return now_; }};
+};
+
+TEST_F(ImpactBudgetTest, SpendsUntilTheLimitThenRefusesWithTheReason) {
+  budget_.SetLimit(BudgetResource::kDiskBytes, 3 * 1048576.0);
+  EXPECT_FALSE(budget_.TrySpend(BudgetResource::kDiskBytes, 2 * 1048576.0).has_value());
+  EXPECT_FALSE(budget_.TrySpend(BudgetResource::kDiskBytes, 1048576.0).has_value());  // exactly the limit
+  const auto refused = budget_.TrySpend(BudgetResource::kDiskBytes, 1.0);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_THAT(*refused, HasSubstr("disk_bytes budget of 3.0 MiB per hour (3.0 MiB used in the last hour)"));
+  EXPECT_EQ(budget_.Used(BudgetResource::kDiskBytes), 3 * 1048576.0);
+  EXPECT_TRUE(budget_.Exhausted(BudgetResource::kDiskBytes));
+  // Other resources keep their own ledgers.
+  budget_.SetLimit(BudgetResource::kNetBytes, 10);
+  EXPECT_FALSE(budget_.TrySpend(BudgetResource::kNetBytes, 10).has_value());
+}
+
+TEST_F(ImpactBudgetTest, TheWindowSlides) {
+  budget_.SetLimit(BudgetResource::kNetBytes, 100);
+  EXPECT_FALSE(budget_.TrySpend(BudgetResource::kNetBytes, 60).has_value());
+  now_ += 30min;
+  EXPECT_FALSE(budget_.TrySpend(BudgetResource::kNetBytes, 40).has_value());
+  EXPECT_TRUE(budget_.TrySpend(BudgetResource::kNetBytes, 1).has_value());
+  now_ += 30min;  // the first 60 leave the window
+  EXPECT_EQ(budget_.Used(BudgetResource::kNetBytes), 40);
+  EXPECT_FALSE(budget_.TrySpend(BudgetResource::kNetBytes, 60).has_value());
+  now_ += 2h;
+  EXPECT_EQ(budget_.Used(BudgetResource::kNetBytes), 0);
+}
+
+TEST_F(ImpactBudgetTest, RefundSettlesAReservationAndChargeRecordsMeasuredUse) {
+  budget_.SetLimit(BudgetResource::kNetBytes, 100);
+  ASSERT_FALSE(budget_.TrySpend(BudgetResource::kNetBytes, 80).has_value());
+  budget_.Refund(BudgetResource::kNetBytes, 50);  // the burst was cut short
+  EXPECT_EQ(budget_.Used(BudgetResource::kNetBytes), 30);
+  budget_.SetLimit(BudgetResource::kCpuSeconds, 36);
+  budget_.Charge(BudgetResource::kCpuSeconds, 40);  // measured after the fact: may overshoot
+  EXPECT_TRUE(budget_.Exhausted(BudgetResource::kCpuSeconds));
+}
+
+TEST_F(ImpactBudgetTest, BudgetForPrefersTheSchedulersAndElseUsesTheConfigLimits) {
+  RunContext context;
+  auto config = std::make_shared<config::Config>();
+  config->budget.disk_bytes_per_hour = 1234;
+  context.config = config;
+  ImpactBudget fallback([this] { return now_; });
+  EXPECT_EQ(&BudgetFor(context, fallback), &fallback);
+  EXPECT_EQ(fallback.Limit(BudgetResource::kDiskBytes), 1234);
+  context.budget = &budget_;
+  EXPECT_EQ(&BudgetFor(context, fallback), &budget_);
+}
+
+}  // namespace
+}  // namespace hostperf::probes
