@@ -66,6 +66,8 @@ class ScriptedProbe final : public probes::Probe {
   config::ProbeSchedule Schedule(const config::Config&) const override { return {false, 1min, 1min}; }
 
   ProbeOutcome Run(const probes::RunContext& context) override {
+    // Progress first: once WaitRunning() returns, the test may read it.
+    if (context.on_progress) context.on_progress({"Write", 2s, 5s});
     {
       std::lock_guard lock(mu_);
       ++runs_;
@@ -74,7 +76,6 @@ class ScriptedProbe final : public probes::Probe {
       running_ = true;
       cv_.notify_all();
     }
-    if (context.on_progress) context.on_progress({"Write", 2s, 5s});
     std::unique_lock lock(mu_);
     while (!released_ && !context.Cancelled()) cv_.wait_for(lock, 2ms);
     running_ = false;
