@@ -1,11 +1,10 @@
 #include "hostperf/exporter/landing_page.h"
 
-#include <time.h>
-
 #include <cmath>
 #include <string>
 
 #include "hostperf/config/units.h"
+#include "hostperf/exporter/clock.h"
 #include "hostperf/exporter/verdicts.h"
 #include "hostperf/probes/build_info.h"
 
@@ -34,14 +33,7 @@ std::string OutcomeCell(const ProbeStatus& probe) {
          "</td>";
 }
 
-std::string UtcTime(double unix_seconds) {
-  const time_t t = static_cast<time_t>(unix_seconds);
-  tm utc{};
-  gmtime_r(&t, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d %H:%M:%S UTC", &utc);
-  return buffer;
-}
+std::string UtcTime(double unix_seconds) { return FormatUtc(unix_seconds, "%Y-%m-%d %H:%M:%S UTC"); }
 
 std::string ChecksCell(const ProbeStatus& probe) {
   if (!probe.last_outcome) return "<td>–</td>";

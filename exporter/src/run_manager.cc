@@ -3,7 +3,6 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 #include <spdlog/spdlog.h>
-#include <time.h>
 
 #include <algorithm>
 #include <exception>
@@ -41,14 +40,7 @@ std::string_view StatusName(Status status) {
 double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
 // "20261202-113501" (UTC).
-std::string IdTimestamp(double unix_seconds) {
-  const time_t t = static_cast<time_t>(unix_seconds);
-  tm utc{};
-  gmtime_r(&t, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y%m%d-%H%M%S", &utc);
-  return buffer;
-}
+std::string IdTimestamp(double unix_seconds) { return FormatUtc(unix_seconds, "%Y%m%d-%H%M%S"); }
 
 // The N of "r-YYYYMMDD-HHMMSS-N", 0 when the id has another shape.
 unsigned long IdSequence(std::string_view id) {

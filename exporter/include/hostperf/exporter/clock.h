@@ -1,6 +1,10 @@
 #pragma once
 
+#include <time.h>
+
 #include <chrono>
+#include <ctime>
+#include <string>
 
 namespace hostperf::exporter {
 
@@ -21,5 +25,14 @@ class RealClock final : public Clock {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
 };
+
+// Unix seconds as UTC text in a strftime format (e.g. "%Y%m%d-%H%M%S").
+inline std::string FormatUtc(double unix_seconds, const char* format) {
+  const time_t t = static_cast<time_t>(unix_seconds);
+  tm utc{};
+  gmtime_r(&t, &utc);
+  char buffer[64];
+  return std::string(buffer, std::strftime(buffer, sizeof(buffer), format, &utc));
+}
 
 }  // namespace hostperf::exporter
