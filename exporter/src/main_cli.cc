@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,8 @@
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/full_run.h"
 #include "hostperf/exporter/logging.h"
+#include "hostperf/exporter/run_api.h"
+#include "hostperf/exporter/run_client.h"
 #include "hostperf/probes/build_info.h"
 #include "hostperf/probes/check/check.h"
 #include "hostperf/probes/cpu/cpu_probe.h"
@@ -40,9 +43,18 @@ Commands:
   memory [-s N] [-n N] [-t N] [--json]
                       STREAM: copy, scale, add and triad bandwidth, one thread
                       per physical core (hostperf memory --help)
-  check [-d DIR]... [-h HOST]... [-r dsNnM] [-D] [-v] [-S SIZE] [-B SIZE] [--duration TIME]
-                      gpcheckperf: disk (d) and stream (s) tests and the
-                      RESULT block; network tests (N, n, M) need two hosts
+  check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM] [-D] [-v]
+        [-S SIZE] [-B SIZE] [--duration TIME] [--stream-size N]
+        [--api-port PORT] [--net-port PORT] [--token-file FILE]
+                      gpcheckperf: disk (d), stream (s) and network (N
+                      parallel pairs, n serial pairs, M full matrix) tests
+                      on every host, and the RESULT block. Other hosts run
+                      them through their hostperf_exporter's run API
+                      (PORT, default 9580; token from --token-file or
+                      api.token_file); network links run --duration
+                      (default 15s, at most 60s) at full speed between
+                      the hosts' responders (--net-port, default this
+                      config's first probes.net port)
   net [vnetperf options] [TEST...]
                       vnetperf: latency, clock skew, TCP/UDP throughput and
                       connection limit against peers (hostperf net --help)
@@ -218,9 +230,35 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
   }
   char name[256] = {};
   const std::string local = ::gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
-  const auto run = check::RunCheck(
-      *parsed, [&](std::string_view probe, const nlohmann::json& options) { return RunFull(probe, config, options); },
-      local);
+  // Other hosts run their tests through their run API, with the fleet's token.
+  const bool any_remote = std::any_of(parsed->hosts.begin(), parsed->hosts.end(), [&](const std::string& host) {
+    const auto spec = check::ParseHostSpec(host, parsed->api_port);
+    return !spec || !check::IsLocalHost(spec->address, local);
+  });
+  hostperf::exporter::RemoteRunOptions remote;
+  remote.cancel = &g_cancel;
+  if (any_remote) {
+    const std::filesystem::path token_file = !parsed->token_file.empty() ? parsed->token_file : config->api.token_file;
+    if (token_file.empty()) {
+      std::fputs("hostperf check: other hosts run their tests through their run API: give its token with "
+                 "--token-file FILE or api.token_file in the config\n",
+                 stderr);
+      return 1;
+    }
+    auto token = hostperf::exporter::ReadApiToken(token_file);
+    if (!token) {
+      std::fprintf(stderr, "hostperf check: %s\n", token.error().c_str());
+      return 1;
+    }
+    remote.token = *token;
+  }
+  const check::HostRunner run_on = [&](const std::string& host, std::string_view probe, const nlohmann::json& options) {
+    const auto spec = check::ParseHostSpec(host, parsed->api_port);
+    if (!spec) return hostperf::probes::ProbeOutcome::Failure("bad_host", spec.error());
+    if (check::IsLocalHost(spec->address, local)) return RunFull(probe, config, options);
+    return hostperf::exporter::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
+  };
+  const auto run = check::RunCheck(*parsed, run_on, local);
   for (const auto& note : run.notes) std::printf("%s\n", note.c_str());
   if (run.ran) std::fputs(check::FormatCheckResult(run.check, {parsed->per_host, parsed->verbose}).c_str(), stdout);
   for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());

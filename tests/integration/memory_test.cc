@@ -95,10 +95,11 @@ TEST(CheckCommand, LocalDiskAndStreamPrintTheResultBlock) {
 }
 
 TEST(CheckCommand, RemoteHostsAndBadLetters) {
+  // Other hosts are reached through their run API (check_remote_test.cc):
+  // without a token the check stops before running anything.
   const auto remote = RunCommand(HOSTPERF_CLI_BIN, {"check", "-r", "s", "-h", "sdw13.invalid"}, seconds(10));
   EXPECT_EQ(remote.status, 1);
-  EXPECT_THAT(remote.err, HasSubstr("\"sdw13.invalid\""));
-  EXPECT_THAT(remote.err, HasSubstr("not available yet"));
+  EXPECT_THAT(remote.err, HasSubstr("--token-file"));
   EXPECT_THAT(remote.out, Not(HasSubstr("RESULT")));
   const auto letters = RunCommand(HOSTPERF_CLI_BIN, {"check", "-r", "sx"}, seconds(10));
   EXPECT_EQ(letters.status, 2);

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -237,30 +240,105 @@ TEST(ResultAdaptersTest, DiskSummedOverDirectoryTests) {
   EXPECT_TRUE(DiskEntryFromDiskResult({{"directories", {{{"directory", "/a"}, {"error", "x"}}}}}).is_null());
 }
 
-TEST(ResultAdaptersTest, NetworkLinks) {
-  const json net = {{"links",
-                     {{{"from", "a"}, {"to", "b"}, {"bytes_per_second", 1e8}},
-                      {{"from", "a"}, {"bytes_per_second", 1e8}},
-                      {{"from", "b"}, {"to", "a"}}}}};
-  EXPECT_EQ(NetworkLinksFromNetResult(net), json::array({{{"from", "a"}, {"to", "b"}, {"bytes_per_second", 1e8}}}));
-  EXPECT_EQ(NetworkLinksFromNetResult(json::object()), json::array());
+TEST(ResultAdaptersTest, LinkRateFromTheNetProbesTcpRow) {
+  const json net = {{"tests",
+                     {{"tcp-throughput",
+                       {{{"node", "b:14159"}, {"outcome", "ok"}, {"bytes_received", 4e9}, {"duration_seconds", 4.0}},
+                        {{"node", "c"}, {"outcome", "busy"}, {"bytes_received", 0}, {"duration_seconds", 0}},
+                        {{"node", "average"}, {"bytes_received", 2e9}, {"duration_seconds", 2.0}}}}}}};
+  std::string error;
+  EXPECT_EQ(LinkRateFromNetResult(net, "b:14159", &error), 1e9);
+  EXPECT_FALSE(LinkRateFromNetResult(net, "c", &error));
+  EXPECT_THAT(error, HasSubstr("busy"));
+  EXPECT_FALSE(LinkRateFromNetResult(net, "d", &error));
+  EXPECT_THAT(error, HasSubstr("no tcp-throughput row for d"));
+  EXPECT_FALSE(LinkRateFromNetResult(json::object(), "b", &error));
 }
 
-// A FullRunner that records what it was asked and answers canned results.
+TEST(HostSpecTest, NamesPortsAndIpv6) {
+  EXPECT_EQ(ParseHostSpec("sdw13", 9580)->address, "sdw13");
+  EXPECT_EQ(ParseHostSpec("sdw13", 9580)->api_port, 9580);
+  EXPECT_EQ(ParseHostSpec("sdw13:9100", 9580)->api_port, 9100);
+  EXPECT_EQ(ParseHostSpec("10.0.0.7:1", 9580)->address, "10.0.0.7");
+  EXPECT_EQ(ParseHostSpec("[fd00::7]:9200", 9580)->address, "fd00::7");
+  EXPECT_EQ(ParseHostSpec("[fd00::7]:9200", 9580)->api_port, 9200);
+  EXPECT_EQ(ParseHostSpec("[fd00::7]", 9580)->api_port, 9580);
+  EXPECT_EQ(ParseHostSpec("fd00::7", 9581)->address, "fd00::7");
+  EXPECT_EQ(ParseHostSpec("fd00::7", 9581)->api_port, 9581);
+  for (const char* bad : {"", "a:", "a:0", "a:65536", "a:x", "[fd00::7", "[fd00::7]x", "[]:1", "a b", ":9580"}) {
+    EXPECT_FALSE(ParseHostSpec(bad, 9580).ok()) << bad;
+  }
+}
+
+// Every ordered pair exactly once over all rounds (matrix), and no host sends
+// or receives twice within a round (a responder serves one session at a time).
+void ExpectRoundsAreValid(const std::vector<NetworkRound>& rounds, std::size_t hosts) {
+  for (const NetworkRound& round : rounds) {
+    std::vector<int> sends(hosts), receives(hosts);
+    for (const auto& [from, to] : round) {
+      ASSERT_LT(from, hosts);
+      ASSERT_LT(to, hosts);
+      EXPECT_NE(from, to);
+      EXPECT_EQ(++sends[from], 1) << "host " << from << " sends twice in a round";
+      EXPECT_EQ(++receives[to], 1) << "host " << to << " receives twice in a round";
+    }
+  }
+}
+
+TEST(PlanNetworkRoundsTest, ParallelSerialAndMatrix) {
+  using Links = NetworkRound;
+  EXPECT_TRUE(PlanNetworkRounds(1, NetMode::kParallel).empty());
+  EXPECT_TRUE(PlanNetworkRounds(4, NetMode::kNone).empty());
+  // The field report: two hosts, both directions at once.
+  EXPECT_EQ(PlanNetworkRounds(2, NetMode::kParallel), (std::vector<Links>{{{0, 1}, {1, 0}}}));
+  EXPECT_EQ(PlanNetworkRounds(4, NetMode::kParallel), (std::vector<Links>{{{0, 1}, {1, 0}, {2, 3}, {3, 2}}}));
+  EXPECT_EQ(PlanNetworkRounds(3, NetMode::kParallel), (std::vector<Links>{{{0, 1}, {1, 0}}, {{2, 0}, {0, 2}}}));
+  EXPECT_EQ(PlanNetworkRounds(4, NetMode::kSerial), (std::vector<Links>{{{0, 1}, {1, 0}}, {{2, 3}, {3, 2}}}));
+  for (std::size_t hosts = 2; hosts <= 9; ++hosts) {
+    SCOPED_TRACE(hosts);
+    for (const NetMode mode : {NetMode::kParallel, NetMode::kSerial, NetMode::kMatrix}) {
+      ExpectRoundsAreValid(PlanNetworkRounds(hosts, mode), hosts);
+    }
+    const auto matrix = PlanNetworkRounds(hosts, NetMode::kMatrix);
+    EXPECT_EQ(matrix.size(), hosts % 2 == 0 ? hosts - 1 : hosts);
+    std::set<std::pair<std::size_t, std::size_t>> pairs;
+    for (const auto& round : matrix) pairs.insert(round.begin(), round.end());
+    EXPECT_EQ(pairs.size(), hosts * (hosts - 1));
+  }
+}
+
+// A HostRunner that records what it was asked and answers canned results.
 struct FakeRunner {
-  std::vector<std::string> probes;
+  std::mutex mu;
+  std::vector<std::string> probes;  // "host probe"
   json disk_options;
+  std::vector<json> net_options;
   ProbeOutcome disk = ProbeOutcome::Success(
       {{"sequential",
         {{"write", {{"bytes", 1 << 20}, {"seconds", 0.5}}}, {"read", {{"bytes", 1 << 20}, {"seconds", 0.25}}}}}});
   ProbeOutcome memory = ProbeOutcome::Success({{"kernels", {{{"kernel", "copy"}, {"best_bytes_per_second", 8e9}}}}});
+  std::set<std::string> failing_hosts;  // their runs fail as an unreachable remote would
 
-  FullRunner runner() {
-    return [this](std::string_view probe, const json& options) {
-      probes.emplace_back(probe);
+  HostRunner runner() {
+    return [this](const std::string& host, std::string_view probe, const json& options) {
+      std::lock_guard lock(mu);
+      probes.push_back(host + " " + std::string(probe));
+      if (failing_hosts.contains(host)) return ProbeOutcome::Failure("remote_unreachable", "cannot connect");
       if (probe == "disk") {
         disk_options = options;
         return disk;
+      }
+      if (probe == "net") {
+        net_options.push_back(options);
+        // 100 MiB/s per link, +1 MiB/s per character of the sender's name.
+        const std::string target = options["hosts"][0];
+        const double rate = (100.0 + static_cast<double>(host.size())) * 1048576;
+        return ProbeOutcome::Success({{"tests",
+                                       {{"tcp-throughput",
+                                         {{{"node", target},
+                                           {"outcome", "ok"},
+                                           {"bytes_received", rate * 2},
+                                           {"duration_seconds", 2.0}}}}}}});
       }
       return memory;
     };
@@ -274,7 +352,7 @@ TEST(RunCheckTest, LocalDiskAndStream) {
   const CheckRun run = RunCheck(*options, fake.runner(), "node1");
   EXPECT_TRUE(run.ran);
   EXPECT_TRUE(run.errors.empty());
-  EXPECT_EQ(fake.probes, (std::vector<std::string>{"disk", "memory"}));
+  EXPECT_EQ(fake.probes, (std::vector<std::string>{"node1 disk", "node1 memory"}));
   EXPECT_EQ(fake.disk_options, json({{"directories", {"/tmp/x"}}, {"data_size", "1mb"}}));
   const std::string out = FormatCheckResult(run.check, {.per_host = true});
   EXPECT_THAT(out, HasSubstr("  disk write tot bandwidth (MB/s): 2.00\n"));
@@ -293,14 +371,75 @@ TEST(RunCheckTest, FailedProbeIsAnErrorAndLeavesItsSectionOut) {
   EXPECT_THAT(out, Not(HasSubstr("stream")));
 }
 
-TEST(RunCheckTest, RemoteHostsAreNotAvailableYet) {
+TEST(RunCheckTest, EveryHostRunsDiskAndStreamAndPairsRunTheNetwork) {
   FakeRunner fake;
-  const CheckRun run = RunCheck(*ParseCheckArgs({"-r", "s", "-h", "localhost", "-h", "sdw13"}), fake.runner(), "node1");
-  EXPECT_FALSE(run.ran);
-  ASSERT_EQ(run.errors.size(), 1u);
-  EXPECT_THAT(run.errors[0], HasSubstr("\"sdw13\""));
-  EXPECT_THAT(run.errors[0], HasSubstr("not available yet"));
-  EXPECT_TRUE(fake.probes.empty());  // nothing ran
+  const auto options = ParseCheckArgs(
+      {"-r", "dsN", "-d", "/data", "-h", "sdw13", "-h", "sdw15:9100", "--duration", "3s", "--net-port", "14200"});
+  ASSERT_TRUE(options.ok()) << options.error();
+  const CheckRun run = RunCheck(*options, fake.runner(), "mdw");
+  EXPECT_TRUE(run.ran);
+  EXPECT_TRUE(run.errors.empty()) << run.errors.front();
+  EXPECT_THAT(fake.probes, ::testing::UnorderedElementsAre("sdw13 disk", "sdw15:9100 disk", "sdw13 memory",
+                                                           "sdw15:9100 memory", "sdw13 net", "sdw15:9100 net"));
+  ASSERT_EQ(fake.net_options.size(), 2u);
+  for (const json& net : fake.net_options) {
+    EXPECT_EQ(net["tests"], json({"tcp-throughput"}));
+    EXPECT_EQ(net["duration"], 3.0);
+    EXPECT_GT(net["datarate"].get<double>(), 10000);  // full speed, as netperf
+  }
+  // The responder is addressed by host and --net-port, not by the API port.
+  std::set<std::string> targets;
+  for (const json& net : fake.net_options) targets.insert(net["hosts"][0].get<std::string>());
+  EXPECT_EQ(targets, (std::set<std::string>{"sdw13:14200", "sdw15:14200"}));
+
+  const std::string out = FormatCheckResult(run.check, {.per_host = true});
+  EXPECT_THAT(out, HasSubstr("     disk write bandwidth (MB/s): 2.00 [sdw15:9100]\n"));
+  EXPECT_THAT(out, HasSubstr("  stream tot bandwidth (MB/s): 16000.00\n"));
+  EXPECT_THAT(out, HasSubstr(" Netperf bisection bandwidth test\n"));
+  EXPECT_THAT(out, HasSubstr(" sdw13 -> sdw15:9100 = 105.000000\n"));
+  EXPECT_THAT(out, HasSubstr(" sdw15:9100 -> sdw13 = 110.000000\n"));
+  EXPECT_THAT(out, HasSubstr(" sum = 215.00 MB/sec\n"));
+}
+
+TEST(RunCheckTest, AnUnreachableHostIsAnErrorAndTheOthersStillReport) {
+  FakeRunner fake;
+  fake.failing_hosts = {"sdw15"};
+  const CheckRun run =
+      RunCheck(*ParseCheckArgs({"-r", "sM", "-h", "sdw13", "-h", "sdw15", "-h", "sdw16"}), fake.runner(), "mdw");
+  EXPECT_TRUE(run.ran);
+  // stream on sdw15, and its two outgoing links (its incoming ones are
+  // measured by the others against its responder: here they succeed).
+  ASSERT_EQ(run.errors.size(), 3u);
+  EXPECT_THAT(run.errors[0], HasSubstr("stream test on sdw15 failed: remote_unreachable"));
+  EXPECT_THAT(run.errors, ::testing::Contains(HasSubstr("network test sdw15 -> sdw13 failed: remote_unreachable")));
+  const std::string out = FormatCheckResult(run.check, {.per_host = true, .verbose = true});
+  EXPECT_THAT(out, HasSubstr("stream bandwidth (MB/s): 8000.00 [sdw16]"));
+  EXPECT_THAT(out, Not(HasSubstr("[sdw15]\n")));
+  EXPECT_THAT(out, HasSubstr(" Full matrix netperf bandwidth test\n"));
+  EXPECT_THAT(out, HasSubstr(" sdw13 -> sdw16 = "));
+  EXPECT_THAT(out, HasSubstr(" sdw16 -> sdw15 = "));
+}
+
+TEST(ParseCheckArgsTest, HostFileApiAndTokenOptions) {
+  const std::string file = ::testing::TempDir() + "/check_hosts";
+  {
+    std::ofstream out(file);
+    out << "# segment hosts\nsdw13\n\n  sdw15:9100  # other port\n[fd00::7]\n";
+  }
+  auto parsed = ParseCheckArgs({"-r", "N", "-f", file, "--api-port", "9200", "--token-file", "/etc/t"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->hosts, (std::vector<std::string>{"sdw13", "sdw15:9100", "[fd00::7]"}));
+  EXPECT_EQ(parsed->api_port, 9200);
+  EXPECT_EQ(parsed->token_file, "/etc/t");
+  EXPECT_EQ(parsed->net_seconds, kDefaultNetSeconds);
+  EXPECT_THAT(ParseCheckArgs({"-f", "/nonexistent/hosts", "-r", "s"}).error(), HasSubstr("cannot read"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "-h", "a", "-h", "a"}).error(), HasSubstr("given twice"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "N", "--duration", "2m"}).error(), HasSubstr("at most 60s"));
+  EXPECT_TRUE(ParseCheckArgs({"-r", "s", "--duration", "2m"}).ok());  // no network test: no cap
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "--duration", "soon"}).ok());
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "--api-port", "0"}).ok());
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "--net-port", "x"}).ok());
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "-h", "a:b"}).ok());
 }
 
 TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {

@@ -1,9 +1,13 @@
 #include "hostperf/probes/check/check.h"
 
+#include "hostperf/config/units.h"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
+#include <thread>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,6 +23,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kStreamMB = 1e6;
 // gpcheckperf flags a link, and we a host, below this share of the best.
 constexpr double kGoodShare = 0.9;
+// The net probe's largest datarate option: no practical cap.
+constexpr double kNetFullSpeedMBps = 100000;
 
 std::optional<double> Number(const json& object, const char* key) {
   if (!object.is_object()) return std::nullopt;
@@ -187,6 +193,54 @@ Result<std::string> NextValue(const std::vector<std::string>& args, std::size_t*
   return args[++*i];
 }
 
+Result<std::uint16_t> ParsePort(const std::string& text, const std::string& what) {
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port == 0 || port > 65535) {
+    return Result<std::uint16_t>::Error(what + ": \"" + text + "\" is not a port number (1 to 65535)");
+  }
+  return static_cast<std::uint16_t>(port);
+}
+
+// gpcheckperf's -f: one host per line; blank lines and # comments skipped.
+Result<std::vector<std::string>> ReadHostFile(const std::string& path) {
+  using R = Result<std::vector<std::string>>;
+  std::ifstream in(path);
+  if (!in) return R::Error("-f: cannot read host file \"" + path + "\"");
+  std::vector<std::string> hosts;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    const std::string host = line.substr(first, last - first + 1);
+    if (host.find_first_of(" \t") != std::string::npos) {
+      return R::Error("-f: \"" + path + "\": one host per line, got \"" + host + "\"");
+    }
+    hosts.push_back(host);
+  }
+  return hosts;
+}
+
+// The net probe's name for the responder of `spec`'s host.
+std::string NetTarget(const HostSpec& spec, std::uint16_t net_port) {
+  const bool v6 = spec.address.find(':') != std::string::npos;
+  if (net_port == 0) return v6 ? "[" + spec.address + "]" : spec.address;
+  return (v6 ? "[" + spec.address + "]" : spec.address) + ":" + std::to_string(net_port);
+}
+
+// Runs `job(i)` for every index at once and waits for all of them.
+template <typename Job>
+auto RunConcurrently(std::size_t count, const Job& job) {
+  std::vector<decltype(job(std::size_t{0}))> results(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) threads.emplace_back([&, i] { results[i] = job(i); });
+  for (auto& thread : threads) thread.join();
+  return results;
+}
+
 }  // namespace
 
 std::string_view ToString(NetMode mode) {
@@ -252,7 +306,30 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
     } else if (arg == "--duration" || arg.starts_with("--duration=")) {
       auto value = arg == "--duration" ? value_of("--duration") : Result<std::string>(arg.substr(11));
       if (!value) return R::Error(value.error());
+      // gpcheckperf's netperf length; our disk test (vioperf-style) is
+      // time-bounded too, so it takes the same limit.
+      const auto duration = config::ParseDuration(*value);
+      if (!duration || duration->count() <= 0) {
+        return R::Error("--duration: \"" + *value + "\" is not a duration like 15s or 2m");
+      }
+      options.net_seconds = std::chrono::duration<double>(*duration).count();
       options.disk_options["duration"] = *value;
+    } else if (arg == "--api-port" || arg == "--net-port") {
+      auto value = value_of(arg.c_str());
+      if (!value) return R::Error(value.error());
+      auto port = ParsePort(*value, arg);
+      if (!port) return R::Error(port.error());
+      (arg == "--api-port" ? options.api_port : options.net_port) = *port;
+    } else if (arg == "--token-file") {
+      auto value = value_of("--token-file");
+      if (!value) return R::Error(value.error());
+      options.token_file = *value;
+    } else if (arg.starts_with("-f")) {
+      auto value = value_of("-f");
+      if (!value) return R::Error(value.error());
+      auto hosts = ReadHostFile(*value);
+      if (!hosts) return R::Error(hosts.error());
+      options.hosts.insert(options.hosts.end(), hosts->begin(), hosts->end());
     } else if (arg == "--stream-size") {
       auto value = value_of("--stream-size");
       if (!value) return R::Error(value.error());
@@ -287,6 +364,16 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   if (!tests) return R::Error(tests.error());
   options.tests = *tests;
   if (!options.directories.empty()) options.disk_options["directories"] = options.directories;
+  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
+    if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
+    if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
+        options.hosts.begin() + static_cast<long>(i)) {
+      return R::Error("host \"" + options.hosts[i] + "\" is given twice");
+    }
+  }
+  if (options.tests.net != NetMode::kNone && options.net_seconds > 60) {
+    return R::Error("--duration: the network test runs at most 60s per link");
+  }
   if (options.tests.disk && options.directories.empty() && !options.help) {
     return R::Error("the disk test (-r d) needs at least one -d DIR");
   }
@@ -349,69 +436,180 @@ nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result) {
   return entry.empty() ? json(nullptr) : entry;
 }
 
-nlohmann::json NetworkLinksFromNetResult(const nlohmann::json& net_result) {
-  json links = json::array();
-  const json& entries = Member(net_result, "links");
-  if (!entries.is_array()) return links;
-  for (const json& entry : entries) {
-    const auto rate = Number(entry, "bytes_per_second");
-    if (rate && !Text(entry, "from").empty() && !Text(entry, "to").empty()) {
-      links.push_back({{"from", Text(entry, "from")}, {"to", Text(entry, "to")}, {"bytes_per_second", *rate}});
+Result<HostSpec> ParseHostSpec(std::string_view spec, std::uint16_t default_api_port) {
+  using R = Result<HostSpec>;
+  const std::string text(spec);
+  HostSpec out;
+  out.api_port = default_api_port;
+  std::string port;
+  if (text.starts_with("[")) {
+    const auto close = text.find(']');
+    if (close == std::string::npos || close == 1) return R::Error("host \"" + text + "\": unbalanced [ ]");
+    out.address = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') return R::Error("host \"" + text + "\": expected [address]:port");
+      port = text.substr(close + 2);
     }
+  } else if (std::count(text.begin(), text.end(), ':') == 1) {
+    out.address = text.substr(0, text.find(':'));
+    port = text.substr(text.find(':') + 1);
+  } else {
+    out.address = text;  // a name, an IPv4 address or a bare IPv6 address
   }
-  return links;
+  if (out.address.empty() || out.address.find_first_of(" \t/") != std::string::npos) {
+    return R::Error("host \"" + text + "\": expected a host name or address, optionally with :port");
+  }
+  if (text.starts_with("[") ? text.find("]:") != std::string::npos : !port.empty() || text.ends_with(":")) {
+    auto parsed = ParsePort(port, "host \"" + text + "\"");
+    if (!parsed) return R::Error(parsed.error());
+    out.api_port = *parsed;
+  }
+  return out;
 }
 
 bool IsLocalHost(std::string_view host, std::string_view local_name) {
   return host == "localhost" || host == "127.0.0.1" || host == "::1" || host == local_name;
 }
 
-CheckRun RunCheck(const CheckOptions& options, const FullRunner& run_full, const std::string& local_name) {
-  CheckRun run;
-  for (const std::string& host : options.hosts) {
-    if (!IsLocalHost(host, local_name)) {
-      run.errors.push_back(
-          fmt::format("host \"{}\": checking remote hosts needs their run API, which is not available yet; "
-                      "run hostperf check on that host, or without -h for this host",
-                      host));
+std::vector<NetworkRound> PlanNetworkRounds(std::size_t hosts, NetMode mode) {
+  std::vector<NetworkRound> rounds;
+  if (hosts < 2 || mode == NetMode::kNone) return rounds;
+  const auto both_ways = [](std::size_t a, std::size_t b) { return NetworkRound{{a, b}, {b, a}}; };
+  if (mode == NetMode::kMatrix) {
+    // Circle method: host 0 stays put, the others rotate; a phantom host
+    // (index `hosts`) makes the count even and sits one host out per round.
+    const std::size_t n = hosts % 2 == 0 ? hosts : hosts + 1;
+    std::vector<std::size_t> ring(n);
+    for (std::size_t i = 0; i < n; ++i) ring[i] = i;
+    for (std::size_t round = 0; round + 1 < n; ++round) {
+      NetworkRound links;
+      for (std::size_t i = 0; i < n / 2; ++i) {
+        const std::size_t a = ring[i];
+        const std::size_t b = ring[n - 1 - i];
+        if (a >= hosts || b >= hosts) continue;
+        links.emplace_back(a, b);
+        links.emplace_back(b, a);
+      }
+      rounds.push_back(std::move(links));
+      std::rotate(ring.begin() + 1, ring.end() - 1, ring.end());
+    }
+    return rounds;
+  }
+  NetworkRound together;
+  for (std::size_t a = 0; a + 1 < hosts; a += 2) {
+    const NetworkRound pair = both_ways(a, a + 1);
+    if (mode == NetMode::kSerial) {
+      rounds.push_back(pair);
+    } else {
+      together.insert(together.end(), pair.begin(), pair.end());
     }
   }
-  if (!run.errors.empty()) return run;
+  if (!together.empty()) rounds.push_back(std::move(together));
+  if (hosts % 2 == 1) rounds.push_back(both_ways(hosts - 1, 0));  // the odd host out
+  return rounds;
+}
+
+std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, const std::string& target,
+                                            std::string* error) {
+  const json& rows = Member(Member(net_result, "tests"), "tcp-throughput");
+  if (rows.is_array()) {
+    for (const json& row : rows) {
+      if (Text(row, "node") != target) continue;
+      const auto bytes = Number(row, "bytes_received");
+      const auto seconds = Number(row, "duration_seconds");
+      if (Text(row, "outcome") != "ok") {
+        *error = "session " + Text(row, "outcome") + (Text(row, "error").empty() ? "" : ": " + Text(row, "error"));
+        return std::nullopt;
+      }
+      if (!bytes || !seconds || *seconds <= 0) break;
+      return *bytes / *seconds;
+    }
+  }
+  *error = "the net result has no tcp-throughput row for " + target;
+  return std::nullopt;
+}
+
+CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name) {
+  CheckRun run;
+  const std::vector<std::string> hosts = options.hosts.empty() ? std::vector<std::string>{local_name} : options.hosts;
+  std::vector<HostSpec> specs;
+  for (const std::string& host : hosts) {
+    auto spec = ParseHostSpec(host, options.api_port);
+    if (!spec) {
+      run.errors.push_back(spec.error());
+      return run;
+    }
+    specs.push_back(*spec);
+  }
   run.ran = true;
-  json host = {{"host", local_name}};
-  const auto failed = [&](std::string_view test, const ProbeOutcome& outcome) {
-    run.errors.push_back(
-        fmt::format("{} test on {} failed: {}: {}", test, local_name, outcome.reason, outcome.message));
+  json entries = json::array();
+  for (const std::string& host : hosts) entries.push_back({{"host", host}});
+
+  // One test on every host at once; each host's figure lands in its entry.
+  const auto on_every_host = [&](std::string_view test, std::string_view probe, const json& probe_options,
+                                 const char* key, json (*entry_of)(const json&), std::string_view missing) {
+    if (options.verbose) {
+      for (const std::string& host : hosts) run.notes.push_back(fmt::format("[Info] {} test on {}", test, host));
+    }
+    const auto outcomes =
+        RunConcurrently(hosts.size(), [&](std::size_t i) { return run_on(hosts[i], probe, probe_options); });
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      const ProbeOutcome& outcome = outcomes[i];
+      json entry = entry_of(outcome.result);
+      if (outcome.status != ProbeOutcome::Status::kSuccess) {
+        run.errors.push_back(
+            fmt::format("{} test on {} failed: {}: {}", test, hosts[i], outcome.reason, outcome.message));
+      } else if (entry.is_null()) {
+        run.errors.push_back(fmt::format("{} test on {}: {}", test, hosts[i], missing));
+      } else {
+        entries[i][key] = std::move(entry);
+      }
+    }
   };
   if (options.tests.disk) {
-    if (options.verbose) run.notes.push_back("[Info] disk test on " + local_name);
-    const ProbeOutcome outcome = run_full("disk", options.disk_options);
-    json entry = DiskEntryFromDiskResult(outcome.result);
-    if (outcome.status != ProbeOutcome::Status::kSuccess) {
-      failed("disk", outcome);
-    } else if (entry.is_null()) {
-      run.errors.push_back("disk test on " + local_name + ": the disk result has no write or read figures");
-    } else {
-      host["disk"] = std::move(entry);
-    }
+    on_every_host("disk", "disk", options.disk_options, "disk", DiskEntryFromDiskResult,
+                  "the disk result has no write or read figures");
   }
   if (options.tests.stream) {
-    if (options.verbose) run.notes.push_back("[Info] stream test on " + local_name);
-    const ProbeOutcome outcome = run_full("memory", options.memory_options);
-    json entry = StreamEntryFromMemoryResult(outcome.result);
-    if (outcome.status != ProbeOutcome::Status::kSuccess) {
-      failed("stream", outcome);
-    } else if (entry.is_null()) {
-      run.errors.push_back("stream test on " + local_name + ": the memory result has no copy rate");
-    } else {
-      host["stream"] = std::move(entry);
-    }
+    on_every_host("stream", "memory", options.memory_options, "stream", StreamEntryFromMemoryResult,
+                  "the memory result has no copy rate");
   }
-  if (options.tests.net != NetMode::kNone) {
+  run.check["hosts"] = std::move(entries);
+
+  if (options.tests.net == NetMode::kNone) return run;
+  if (hosts.size() < 2) {
     // gpcheckperf's own wording: a network test needs two hosts.
     run.notes.push_back("[Warning] single host only - abandon netperf test");
+    return run;
   }
-  run.check["hosts"] = json::array({std::move(host)});
+  json links = json::array();
+  for (const NetworkRound& round : PlanNetworkRounds(hosts.size(), options.tests.net)) {
+    const auto outcomes = RunConcurrently(round.size(), [&](std::size_t i) {
+      const auto [from, to] = round[i];
+      // Full speed (the net probe's largest rate cap), as netperf runs.
+      const json net_options = {{"hosts", {NetTarget(specs[to], options.net_port)}},
+                                {"tests", {"tcp-throughput"}},
+                                {"datarate", kNetFullSpeedMBps},
+                                {"duration", options.net_seconds}};
+      return run_on(hosts[from], "net", net_options);
+    });
+    for (std::size_t i = 0; i < round.size(); ++i) {
+      const auto [from, to] = round[i];
+      const ProbeOutcome& outcome = outcomes[i];
+      if (options.verbose) run.notes.push_back(fmt::format("[Info] netperf {} -> {}", hosts[from], hosts[to]));
+      std::string why;
+      const auto rate = outcome.status == ProbeOutcome::Status::kSuccess
+                            ? LinkRateFromNetResult(outcome.result, NetTarget(specs[to], options.net_port), &why)
+                            : std::nullopt;
+      if (outcome.status != ProbeOutcome::Status::kSuccess) why = outcome.reason + ": " + outcome.message;
+      if (!rate) {
+        run.errors.push_back(fmt::format("network test {} -> {} failed: {}", hosts[from], hosts[to], why));
+        continue;
+      }
+      links.push_back({{"from", hosts[from]}, {"to", hosts[to]}, {"bytes_per_second", *rate}});
+    }
+  }
+  run.check["network"] = {{"mode", std::string(ToString(options.tests.net))}, {"links", std::move(links)}};
   return run;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,12 +27,19 @@ struct TestSelection {
 // letters and more than one network mode.
 Result<TestSelection> ParseTestSelection(std::string_view letters);
 
-// `hostperf check [-d DIR]... [-h HOST]... [-r dsNnM] [-D] [-v]`, plus gpcheckperf's
-// -S SIZE, -B SIZE and --duration TIME for the disk test, and
-// --stream-size ELEMENTS for the stream test.
+// `hostperf check [-d DIR]... [-h HOST]... [-f HOSTFILE] [-r dsNnM] [-D] [-v]`,
+// plus gpcheckperf's -S SIZE, -B SIZE and --duration TIME, our
+// --stream-size ELEMENTS for the stream test, and how to reach other hosts:
+// --api-port PORT (their hostperf_exporter, default 9580), --net-port PORT
+// (their responder; default: this config's first probes.net port) and
+// --token-file FILE (their run API token; default: this config's
+// api.token_file).
+inline constexpr std::uint16_t kDefaultApiPort = 9580;
+inline constexpr double kDefaultNetSeconds = 15;  // gpcheckperf's --duration default
+
 struct CheckOptions {
   std::vector<std::string> directories;
-  std::vector<std::string> hosts;  // empty: the local host alone
+  std::vector<std::string> hosts;  // -h and the lines of -f; empty: the local host alone
   TestSelection tests;             // gpcheckperf's default: -r dsn
   bool per_host = false;           // -D
   bool verbose = false;            // -v
@@ -42,6 +51,12 @@ struct CheckOptions {
   // The memory probe's full-run options: "array_elements" from our own
   // --stream-size ELEMENTS (gpcheckperf's stream binary has a fixed size).
   nlohmann::json memory_options = nlohmann::json::object();
+  // The network test: seconds per link (--duration, as gpcheckperf's netperf
+  // runs; at most 60) at full speed.
+  double net_seconds = kDefaultNetSeconds;
+  std::uint16_t api_port = kDefaultApiPort;
+  std::uint16_t net_port = 0;  // 0: the net probe's configured port
+  std::string token_file;      // empty: api.token_file
 };
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args);
 
@@ -83,27 +98,48 @@ nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result);
 // directories run one after another). Null when neither is there.
 nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result);
 
-// net probe bisection result -> links: reads result["links"] = [{"from", "to",
-// "bytes_per_second"}]. Empty array when absent.
-nlohmann::json NetworkLinksFromNetResult(const nlohmann::json& net_result);
-
-// Running the checks. `run_full` runs one probe's full mode locally (the
-// CLI's RunFull). Remote hosts need the run API (a later issue): until then
-// a check naming a host other than this one fails before running anything.
-using FullRunner = std::function<ProbeOutcome(std::string_view probe, const nlohmann::json& options)>;
+// Running the checks. `run_on` runs one probe's full mode on one host: the
+// local host in-process, any other through its run API (the CLI decides with
+// IsLocalHost). Hosts run their disk and stream tests at the same time, as
+// gpcheckperf's do; `run_on` is called from several threads.
+using HostRunner =
+    std::function<ProbeOutcome(const std::string& host, std::string_view probe, const nlohmann::json& options)>;
 
 struct CheckRun {
   nlohmann::json check = nlohmann::json::object();  // FormatCheckResult's input
   std::vector<std::string> errors;                  // one line each, for stderr
   std::vector<std::string> notes;                   // gpcheckperf-style [Info]/[Warning] lines, for stdout
-  bool ran = false;                                 // false: nothing ran (e.g. remote hosts)
+  bool ran = false;                                 // false: nothing ran
 };
+
+// A -h value: "name", "name:API_PORT", "[v6]:API_PORT" or a bare IPv6 address.
+struct HostSpec {
+  std::string address;  // without brackets or port
+  std::uint16_t api_port = kDefaultApiPort;
+};
+Result<HostSpec> ParseHostSpec(std::string_view spec, std::uint16_t default_api_port);
 
 // Whether `host` names this machine (localhost, a loopback address, or its
 // host name).
 bool IsLocalHost(std::string_view host, std::string_view local_name);
 
-CheckRun RunCheck(const CheckOptions& options, const FullRunner& run_full, const std::string& local_name);
+// The network test's schedule: rounds of ordered links (from, to), indexes
+// into the host list. Within a round every host sends on at most one link and
+// receives on at most one, because a responder serves one throughput session
+// at a time. Parallel pairs (N): hosts 0-1, 2-3, ... both ways in one round;
+// an odd host out pairs with host 0 in a second round. Serial pairs (n): the
+// same pairs, one pair per round. Full matrix (M): every ordered pair, as a
+// round-robin tournament (n-1 rounds for an even count, n for an odd one).
+using NetworkRound = std::vector<std::pair<std::size_t, std::size_t>>;
+std::vector<NetworkRound> PlanNetworkRounds(std::size_t hosts, NetMode mode);
+
+// The link rate (bytes per second received) that a net full run measured to
+// `target` in its tcp-throughput test; nullopt with `error` set when that row
+// is missing or its session did not complete.
+std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, const std::string& target,
+                                            std::string* error);
+
+CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name);
 
 std::string_view ToString(NetMode mode);  // "parallel", "serial", "matrix", "none"
 

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hostperf/config/result.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::exporter {
+
+// The client side of the run API (DESIGN.md section 7): `hostperf check -h HOST`
+// runs disk, stream and network tests on other hosts through their
+// hostperf_exporter, the way gpcheckperf runs its binaries over SSH.
+
+struct HttpReply {
+  int status = 0;
+  std::string body;
+};
+
+// One plain-HTTP request (Connection: close). Transport errors and a peer that
+// does not answer within `timeout` are errors naming host and port.
+Result<HttpReply> HttpCall(const std::string& host, std::uint16_t port, std::string_view method, std::string_view path,
+                           const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body,
+                           std::chrono::milliseconds timeout);
+
+struct RemoteRunOptions {
+  std::string token;  // the peer's api.token_file content
+  std::chrono::milliseconds poll_interval{500};
+  std::chrono::milliseconds request_timeout{10000};  // per HTTP request
+  std::chrono::seconds run_timeout{4 * 3600};        // the whole run
+  const std::atomic<bool>* cancel = nullptr;         // set: cancel the remote run and return
+};
+
+// Submits a full run of one probe to the run API at host:port, waits for it and
+// returns the probe's outcome as the peer reported it (status, reason, message,
+// result). Failures of the exchange itself are failures with a reason:
+// remote_unreachable, remote_rejected (400/401/403), remote_busy (409),
+// remote_error (unexpected answers), remote_timeout, cancelled.
+probes::ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::string_view probe,
+                                 const nlohmann::json& options, const RemoteRunOptions& settings);
+
+}  // namespace hostperf::exporter
