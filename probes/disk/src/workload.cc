@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -53,6 +55,54 @@ std::optional<DiskError> TimedIo(bool write, int fd, std::byte* buffer, std::siz
   }
   return ErrnoError(error, what);
 }
+
+// Runs one job at a time on its own thread. Read tests hand it each block's
+// verification, so that the worker's next read overlaps the CRC of the last
+// one; only one read is ever outstanding per worker, as with fio's psync
+// reads (which verify nothing).
+class OneSlotRunner {
+ public:
+  OneSlotRunner() : thread_([this] { Loop(); }) {}
+  ~OneSlotRunner() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();  // a queued job still runs: no verification is dropped
+  }
+  OneSlotRunner(const OneSlotRunner&) = delete;
+  OneSlotRunner& operator=(const OneSlotRunner&) = delete;
+
+  // Waits until the previous job has finished, then queues this one.
+  void Submit(std::function<void()> job) {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [&] { return !job_; });
+    job_ = std::move(job);
+    wake_.notify_all();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      wake_.wait(lock, [&] { return stop_ || job_; });
+      if (!job_) return;  // stopping with nothing queued
+      lock.unlock();
+      job_();  // job_ stays set while it runs, so Submit waits
+      lock.lock();
+      job_ = nullptr;
+      idle_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::function<void()> job_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is initialised
+};
 
 }  // namespace
 
@@ -198,10 +248,17 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
   FillRandom({pattern.get(), size}, options_.run_id * 0x9e3779b97f4a7c15ULL + thread);
   const std::span<std::byte> block(buffer.get(), size);
   const std::size_t blocks = options_.file_size / size;
+  // Read tests alternate between `buffer` and `second`, one verified while
+  // the other is read into.
+  const bool read_test = test == DiskTest::kRead || test == DiskTest::kSkipRead;
+  AlignedBuffer second = read_test ? AllocateAligned(alignment, size) : AlignedBuffer();
+  if (read_test && !second) return DiskError{"out_of_memory", "cannot allocate I/O buffers"};
+  std::array<std::byte*, 2> read_buffers = {buffer.get(), second.get()};
+  std::size_t next_read_buffer = 0;
 
-  const auto verify = [&](File& file, std::uint64_t index) {
+  const auto verify = [&](File& file, std::uint64_t index, std::span<const std::byte> data) {
     const BlockId expected{file.id, index, file.generation[index]};
-    const BlockStatus status = VerifyBlock(block, expected, options_.crc);
+    const BlockStatus status = VerifyBlock(data, expected, options_.crc);
     if (status == BlockStatus::kOk) return;
     const std::uint64_t bad_blocks = counters.verify_errors.fetch_add(1) + 1;
     if (bad_blocks <= kVerboseBadBlocks) {
@@ -213,6 +270,10 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
                       std::to_string(index * size) + ") of " + dir_.path() + "/" + file.file->name() +
                       ": expected file " + Hex(file.id) + " generation " + std::to_string(expected.generation));
   };
+
+  // Declared after the buffers and `verify`: on every return path the runner
+  // finishes its last verification before they go away.
+  std::unique_ptr<OneSlotRunner> verifier = read_test ? std::make_unique<OneSlotRunner>() : nullptr;
 
   for (std::size_t pass = 0;; ++pass) {
     if (pass > 0 && Clock::now() >= until) return std::nullopt;
@@ -238,7 +299,7 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
                             file.file->name());
             if (error) break;
             counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
-            verify(file, index);
+            verify(file, index, block);
             FormatBlock(block, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, options_.crc);
             error = TimedIo(true, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kRewriteWrite)],
                             file.file->name());
@@ -254,10 +315,14 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
             const bool skip = test == DiskTest::kSkipRead;
             if (skip && blocks > 1 && index % 2 != pass % 2) continue;
             const DiskOp op = skip ? DiskOp::kSkipRead : DiskOp::kRead;
-            error = TimedIo(false, fd, block.data(), size, offset, latencies[static_cast<int>(op)], file.file->name());
+            std::byte* target = read_buffers[next_read_buffer];
+            error = TimedIo(false, fd, target, size, offset, latencies[static_cast<int>(op)], file.file->name());
             if (error) break;
             counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
-            verify(file, index);
+            // Waits for the previous block's verification (the other buffer),
+            // so `target` is not read into again before it is checked.
+            verifier->Submit([&verify, &file, index, target, size] { verify(file, index, {target, size}); });
+            next_read_buffer ^= 1;
             break;
           }
         }
