@@ -57,7 +57,8 @@ std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_
 }
 
 // Connects and says hello; an invalid Fd with `error` on failure.
-Fd OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline, std::string* error) {
+Fd OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline, std::string* error,
+               std::uint32_t* peer_max_connections = nullptr) {
   Fd fd = ConnectTcp(peer, deadline, error);
   if (!fd.valid()) return {};
   Message hello;
@@ -76,6 +77,7 @@ Fd OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_poin
     *error = "peer " + peer.ToString() + " speaks protocol version " + std::to_string(ack->hello.version);
     return {};
   }
+  if (peer_max_connections != nullptr) *peer_max_connections = ack->hello.max_connections;
   return fd;
 }
 
@@ -325,17 +327,28 @@ bool Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanosec
   return OpenControl(peer, secret, Clock::now() + timeout, error ? error : &ignored).valid();
 }
 
-std::uint32_t ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
-                             std::chrono::nanoseconds timeout) {
+ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
+                                    std::chrono::nanoseconds timeout) {
+  ConnectionTestResult result;
+  result.tried = maximum;
   std::vector<Fd> open;
   const auto deadline = Clock::now() + timeout;
-  for (std::uint32_t i = 0; i < maximum && Clock::now() < deadline; ++i) {
+  for (std::uint32_t i = 0; i < result.tried && Clock::now() < deadline; ++i) {
     std::string error;
-    Fd fd = OpenControl(peer, secret, std::min(deadline, Clock::now() + std::chrono::seconds(1)), &error);
+    std::uint32_t advertised = 0;
+    Fd fd = OpenControl(peer, secret, std::min(deadline, Clock::now() + std::chrono::seconds(1)), &error,
+                        i == 0 ? &advertised : nullptr);
     if (!fd.valid()) break;  // refused, closed at once or no hello: the limit
+    if (i == 0 && advertised > 0) {
+      // Asking for more than the peer is configured to hold would only
+      // measure its refusal and load it for nothing.
+      result.peer_limit = advertised;
+      result.tried = std::min(maximum, advertised);
+    }
     open.push_back(std::move(fd));
   }
-  return static_cast<std::uint32_t>(open.size());
+  result.accepted = static_cast<std::uint32_t>(open.size());
+  return result;
 }
 
 }  // namespace hostperf::probes::net

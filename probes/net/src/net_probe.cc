@@ -584,9 +584,15 @@ class NetProbe final : public Probe, private ResponderObserver {
       progress("connections");
       json rows = json::array();
       for (const auto& [name, address] : hosts) {
-        const auto accepted = ConnectionTest(address, *secret, net.max_connections, std::chrono::seconds(10));
-        rows.push_back(
-            {{"date", VnetperfDate()}, {"node", name}, {"accepted", accepted}, {"maximum", net.max_connections}});
+        const auto r = ConnectionTest(address, *secret, net.max_connections, std::chrono::seconds(10));
+        // "maximum": what was asked of this peer (our cap or its own lower
+        // limit), so that a full row reads accepted == maximum.
+        rows.push_back({{"date", VnetperfDate()},
+                        {"node", name},
+                        {"accepted", r.accepted},
+                        {"maximum", r.tried},
+                        {"peer_limit", r.peer_limit},
+                        {"configured_maximum", net.max_connections}});
       }
       result["tests"]["connections"] = rows;
     }

@@ -94,9 +94,14 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
 // TCP hello: true when the responder answers with our protocol version.
 bool Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout, std::string* error);
 
-// Opens up to `maximum` TCP connections at once, each confirmed by a hello;
-// returns how many the peer accepted.
-std::uint32_t ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
-                             std::chrono::nanoseconds timeout);
+// Opens TCP connections at once, each confirmed by a hello, up to `maximum`
+// or the limit the peer advertises in its hello reply, whichever is lower.
+struct ConnectionTestResult {
+  std::uint32_t accepted = 0;    // connections held open at once
+  std::uint32_t tried = 0;       // min(maximum, peer_limit)
+  std::uint32_t peer_limit = 0;  // the peer's net.max_connections; 0: unknown (no hello)
+};
+ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
+                                    std::chrono::nanoseconds timeout);
 
 }  // namespace hostperf::probes::net
