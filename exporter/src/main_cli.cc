@@ -1,5 +1,7 @@
 // hostperf: one-shot CLI reproducing the reference tools' options and reports.
+#include <prometheus/registry.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +11,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <prometheus/registry.h>
-#include <spdlog/spdlog.h>
 
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/full_run.h"
@@ -147,8 +146,8 @@ int IoCommand(const std::vector<std::string>& args, std::shared_ptr<const hostpe
     std::fflush(stdout);
   });
   const bool ok = outcome.status == hostperf::probes::ProbeOutcome::Status::kSuccess;
-  if (const auto written = disk::WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message,
-                                              command.condense_log);
+  if (const auto written =
+          disk::WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message, command.condense_log);
       !written) {
     std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
     if (ok) return 1;
@@ -240,9 +239,10 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
   if (any_remote) {
     const std::filesystem::path token_file = !parsed->token_file.empty() ? parsed->token_file : config->api.token_file;
     if (token_file.empty()) {
-      std::fputs("hostperf check: other hosts run their tests through their run API: give its token with "
-                 "--token-file FILE or api.token_file in the config\n",
-                 stderr);
+      std::fputs(
+          "hostperf check: other hosts run their tests through their run API: give its token with "
+          "--token-file FILE or api.token_file in the config\n",
+          stderr);
       return 1;
     }
     auto token = hostperf::exporter::ReadApiToken(token_file);
@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
 
   (void)exporter::SetUpLogging("warn", exporter::LogFormat::kLogfmt);
-  if (!config_file && std::filesystem::exists("/etc/hostperf/hostperf.toml")) config_file = "/etc/hostperf/hostperf.toml";
+  if (!config_file && std::filesystem::exists("/etc/hostperf/hostperf.toml"))
+    config_file = "/etc/hostperf/hostperf.toml";
   auto loaded = config_file ? config::LoadFile(*config_file) : Result<config::Config>(config::Defaults());
   if (!loaded) {
     std::fprintf(stderr, "%s\n", loaded.error().c_str());

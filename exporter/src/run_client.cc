@@ -97,8 +97,8 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
     return ProbeOutcome::Failure("remote_busy", where + " is running another full run: " + ErrorText(*submitted));
   }
   if (status == 400 || status == 401 || status == 403) {
-    return ProbeOutcome::Failure("remote_rejected",
-                                 where + " refused the run (HTTP " + std::to_string(status) + "): " + ErrorText(*submitted));
+    return ProbeOutcome::Failure(
+        "remote_rejected", where + " refused the run (HTTP " + std::to_string(status) + "): " + ErrorText(*submitted));
   }
   std::string id;
   try {

@@ -2,13 +2,12 @@
 // processes on their own loopback addresses (127.0.0.2 and 127.0.0.3) stand
 // for two segment hosts; the CLI runs disk, stream and the network bisection
 // on them through their run API, as gpcheckperf does over SSH.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
 
 #include <chrono>
 #include <filesystem>
@@ -67,15 +66,14 @@ class SegmentHost {
       : address_(address),
         process_(HOSTPERF_EXPORTER_BIN,
                  {"--config.file=" +
-                      dir.Write(address + ".toml",
-                                "state_directory = \"" + dir.path() + "/" + address + "\"\n" +
-                                    "[api]\ntoken_file = \"" + dir.path() + "/token\"\n" +
-                                    "[probes.cpu]\nenabled = false\n"
-                                    "[probes.memory]\nenabled = false\n"
-                                    "[probes.disk]\nenabled = false\nreserve = \"1kb\"\n"
-                                    "[probes.net]\nenabled = false\nbind_address = \"" +
-                                    address + "\"\nports = [" + std::to_string(responder_port) +
-                                    "]\nsecret_file = \"" + dir.path() + "/secret\"\n"),
+                      dir.Write(address + ".toml", "state_directory = \"" + dir.path() + "/" + address + "\"\n" +
+                                                       "[api]\ntoken_file = \"" + dir.path() + "/token\"\n" +
+                                                       "[probes.cpu]\nenabled = false\n"
+                                                       "[probes.memory]\nenabled = false\n"
+                                                       "[probes.disk]\nenabled = false\nreserve = \"1kb\"\n"
+                                                       "[probes.net]\nenabled = false\nbind_address = \"" +
+                                                       address + "\"\nports = [" + std::to_string(responder_port) +
+                                                       "]\nsecret_file = \"" + dir.path() + "/secret\"\n"),
                   "--web.listen-address=" + address + ":0"}) {}
 
   // "127.0.0.2:PORT", as -h takes it.
@@ -121,9 +119,27 @@ TEST_F(CheckRemoteTest, DiskStreamAndBisectionOnTwoHostsThroughTheirRunApi) {
   const std::string a = sdw1.Spec();
   const std::string b = sdw2.Spec();
   const auto run = RunCommand(HOSTPERF_CLI_BIN,
-                              {"check", "-r", "dsN", "-d", data_, "-h", a, "-h", b, "-S", "4mb", "--duration", "1s",
-                               "--stream-size", "200000", "--net-port", std::to_string(port_), "--token-file",
-                               dir_.path() + "/token", "-D", "-v"},
+                              {"check",
+                               "-r",
+                               "dsN",
+                               "-d",
+                               data_,
+                               "-h",
+                               a,
+                               "-h",
+                               b,
+                               "-S",
+                               "4mb",
+                               "--duration",
+                               "1s",
+                               "--stream-size",
+                               "200000",
+                               "--net-port",
+                               std::to_string(port_),
+                               "--token-file",
+                               dir_.path() + "/token",
+                               "-D",
+                               "-v"},
                               seconds(240));
   ASSERT_EQ(run.status, 0) << run.out << run.err << "\nsdw1:\n"
                            << sdw1.process().Stderr() << "\nsdw2:\n"
@@ -164,7 +180,8 @@ TEST_F(CheckRemoteTest, DeadHostWrongTokenAndMissingTokenAreClearErrors) {
                                 "--token-file", dir_.path() + "/token", "-D"},
                                seconds(120));
   EXPECT_EQ(dead.status, 1) << dead.out << dead.err;
-  EXPECT_THAT(dead.err, HasSubstr("stream test on 127.0.0.4:1 failed: remote_unreachable: cannot connect to 127.0.0.4:1"));
+  EXPECT_THAT(dead.err,
+              HasSubstr("stream test on 127.0.0.4:1 failed: remote_unreachable: cannot connect to 127.0.0.4:1"));
   EXPECT_THAT(dead.out, HasSubstr("stream bandwidth (MB/s): "));
   EXPECT_THAT(dead.out, HasSubstr("[" + a + "]"));
 

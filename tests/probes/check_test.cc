@@ -333,12 +333,10 @@ struct FakeRunner {
         // 100 MiB/s per link, +1 MiB/s per character of the sender's name.
         const std::string target = options["hosts"][0];
         const double rate = (100.0 + static_cast<double>(host.size())) * 1048576;
-        return ProbeOutcome::Success({{"tests",
-                                       {{"tcp-throughput",
-                                         {{{"node", target},
-                                           {"outcome", "ok"},
-                                           {"bytes_received", rate * 2},
-                                           {"duration_seconds", 2.0}}}}}}});
+        return ProbeOutcome::Success(
+            {{"tests",
+              {{"tcp-throughput",
+                {{{"node", target}, {"outcome", "ok"}, {"bytes_received", rate * 2}, {"duration_seconds", 2.0}}}}}}});
       }
       return memory;
     };

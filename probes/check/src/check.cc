@@ -1,17 +1,17 @@
 #include "hostperf/probes/check/check.h"
 
-#include "hostperf/config/units.h"
-
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <charconv>
 #include <fstream>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
+
+#include "hostperf/config/units.h"
 
 namespace hostperf::probes::check {
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/ioprio.h>
+#include <spdlog/spdlog.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "hostperf/probes/disk/block.h"
 
@@ -186,8 +185,8 @@ DiskResult<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir,
     const int reserved = ::fallocate((*created.value)->fd(), 0, 0, static_cast<off_t>(options.file_size));
     const int reserve_error = reserved == 0 ? 0 : errno;
     if (reserve_error != 0 && reserve_error != EOPNOTSUPP && reserve_error != ENOSYS) {
-      return ErrnoError(reserve_error, "reserving " + std::to_string(options.file_size) + " bytes for " +
-                                   (*created.value)->name());
+      return ErrnoError(reserve_error,
+                        "reserving " + std::to_string(options.file_size) + " bytes for " + (*created.value)->name());
     }
     spdlog::log(DetailLevel(options.verbose), "disk: created {}/{} ({} bytes in {} blocks of {}, {}, alignment {})",
                 dir.path(), (*created.value)->name(), options.file_size, blocks, options.block_size,
@@ -262,9 +261,9 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
     if (status == BlockStatus::kOk) return;
     const std::uint64_t bad_blocks = counters.verify_errors.fetch_add(1) + 1;
     if (bad_blocks <= kVerboseBadBlocks) {
-      spdlog::log(DetailLevel(options_.verbose), "disk: {} in block {} (offset {}) of {}/{}: expected file {} generation {}",
-                  ToString(status), index, index * size, dir_.path(), file.file->name(), Hex(file.id),
-                  expected.generation);
+      spdlog::log(DetailLevel(options_.verbose),
+                  "disk: {} in block {} (offset {}) of {}/{}: expected file {} generation {}", ToString(status), index,
+                  index * size, dir_.path(), file.file->name(), Hex(file.id), expected.generation);
     }
     RecordVerifyError(std::string(ToString(status)) + " in block " + std::to_string(index) + " (offset " +
                       std::to_string(index * size) + ") of " + dir_.path() + "/" + file.file->name() +
@@ -327,8 +326,9 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
           }
         }
         if (error) {
-          spdlog::log(DetailLevel(options_.verbose), "disk: {} test, thread {}: {} ({}; block {} of {}, buffer alignment {})",
-                      TestName(test), thread, error->message, error->reason, index, blocks, alignment);
+          spdlog::log(DetailLevel(options_.verbose),
+                      "disk: {} test, thread {}: {} ({}; block {} of {}, buffer alignment {})", TestName(test), thread,
+                      error->message, error->reason, index, blocks, alignment);
           return error;
         }
         counters.ops.fetch_add(1, std::memory_order_relaxed);

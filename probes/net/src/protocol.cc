@@ -89,8 +89,8 @@ class MacContext {
       return false;
     }
     std::size_t length = 0;
-    return EVP_MAC_update(ctx_, data.data(), data.size()) == 1 &&
-           EVP_MAC_final(ctx_, out, &length, kMacSize) == 1 && length == kMacSize;
+    return EVP_MAC_update(ctx_, data.data(), data.size()) == 1 && EVP_MAC_final(ctx_, out, &length, kMacSize) == 1 &&
+           length == kMacSize;
   }
 
  private:
