@@ -73,9 +73,9 @@ interference() {
       python3 -c "import json,sys; print(json.load(sys.stdin)['jobs'][0]['read']['iops'])"
   }
   fio --name=prep --filename="$fio_file" --size=1g --rw=write --bs=1m --direct=1 >/dev/null 2>&1
-  declare -A cpu io
+  declare -A cpu io share
   for condition in stopped defaults aggressive; do
-    cpu[$condition]=""; io[$condition]=""
+    cpu[$condition]=""; io[$condition]=""; share[$condition]=""
   done
   for ((run = 0; run < runs; run++)); do
     for condition in stopped defaults aggressive; do
@@ -83,15 +83,22 @@ interference() {
       if [ "$condition" = aggressive ]; then start_daemon "i$run$condition" "$aggressive"; fi
       # Past the first-run splay (30 s at most), so that the probes are in their steady schedule.
       [ "$condition" != stopped ] && sleep 35
+      # The daemon's own CPU time over both workloads, as a share of the
+      # machine: the upper bound of its CPU interference, free of the
+      # run-to-run noise of the workloads' rates.
+      [ "$condition" != stopped ] && before=$(cpu_seconds "$daemon_pid")
       cpu[$condition]+=" $(bench_cpu)"
       io[$condition]+=" $(bench_io)"
-      [ "$condition" != stopped ] && stop_daemon
+      if [ "$condition" != stopped ]; then
+        share[$condition]+=" $(python3 -c "print(($(cpu_seconds "$daemon_pid") - $before) / (2 * $seconds * $(nproc)))")"
+        stop_daemon
+      fi
     done
   done
   for condition in defaults aggressive; do
     c=$(ratio "$(median ${cpu[stopped]})" "$(median ${cpu[$condition]})")
     i=$(ratio "$(median ${io[stopped]})" "$(median ${io[$condition]})")
-    echo "interference ($condition): sysbench cpu slowdown $c, fio randread slowdown $i (1.00 = none; goal at defaults <= 1.01)"
+    echo "interference ($condition): sysbench cpu slowdown $c, fio randread slowdown $i (1.00 = none; goal at defaults <= 1.01); daemon CPU share of the machine during the workloads $(median ${share[$condition]})"
   done
   echo "interference raw: sysbench events/s stopped=[${cpu[stopped]} ] defaults=[${cpu[defaults]} ] aggressive=[${cpu[aggressive]} ]; fio IOPS stopped=[${io[stopped]} ] defaults=[${io[defaults]} ] aggressive=[${io[aggressive]} ]"
 }

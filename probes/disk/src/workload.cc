@@ -57,8 +57,9 @@ std::optional<DiskError> TimedIo(bool write, int fd, std::byte* buffer, std::siz
 
 // Runs one job at a time on its own thread. Read tests hand it each block's
 // verification, so that the worker's next read overlaps the CRC of the last
-// one; only one read is ever outstanding per worker, as with fio's psync
-// reads (which verify nothing).
+// one; the Write test hands it the formatting (header and CRC) of the next
+// block while the current one is written. Only one I/O is ever outstanding
+// per worker, as with fio's psync (which neither verifies nor formats).
 class OneSlotRunner {
  public:
   OneSlotRunner() : thread_([this] { Loop(); }) {}
@@ -79,6 +80,12 @@ class OneSlotRunner {
     idle_.wait(lock, [&] { return !job_; });
     job_ = std::move(job);
     wake_.notify_all();
+  }
+
+  // Waits until the last job has finished.
+  void WaitIdle() {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [&] { return !job_; });
   }
 
  private:
@@ -248,12 +255,20 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
   const std::span<std::byte> block(buffer.get(), size);
   const std::size_t blocks = options_.file_size / size;
   // Read tests alternate between `buffer` and `second`, one verified while
-  // the other is read into.
-  const bool read_test = test == DiskTest::kRead || test == DiskTest::kSkipRead;
-  AlignedBuffer second = read_test ? AllocateAligned(alignment, size) : AlignedBuffer();
-  if (read_test && !second) return DiskError{"out_of_memory", "cannot allocate I/O buffers"};
-  std::array<std::byte*, 2> read_buffers = {buffer.get(), second.get()};
-  std::size_t next_read_buffer = 0;
+  // the other is read into; the Write test formats one while it writes the
+  // other.
+  const bool overlapped = test == DiskTest::kRead || test == DiskTest::kSkipRead || test == DiskTest::kWrite;
+  AlignedBuffer second = overlapped ? AllocateAligned(alignment, size) : AlignedBuffer();
+  if (overlapped && !second) return DiskError{"out_of_memory", "cannot allocate I/O buffers"};
+  std::array<std::byte*, 2> buffers = {buffer.get(), second.get()};
+  std::size_t next_buffer = 0;
+  // Write: the other buffer holds (or is being given) the next block of the
+  // same file. Blocks are formatted with the generation they will carry; only
+  // their own write changes it, so formatting ahead is safe.
+  bool next_formatted = false;
+  const auto format = [&pattern, size, crc = options_.crc](std::byte* target, const File& file, std::uint64_t index) {
+    FormatBlock({target, size}, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, crc);
+  };
 
   const auto verify = [&](File& file, std::uint64_t index, std::span<const std::byte> data) {
     const BlockId expected{file.id, index, file.generation[index]};
@@ -272,7 +287,7 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
 
   // Declared after the buffers and `verify`: on every return path the runner
   // finishes its last verification before they go away.
-  std::unique_ptr<OneSlotRunner> verifier = read_test ? std::make_unique<OneSlotRunner>() : nullptr;
+  std::unique_ptr<OneSlotRunner> helper = overlapped ? std::make_unique<OneSlotRunner>() : nullptr;
 
   for (std::size_t pass = 0;; ++pass) {
     if (pass > 0 && Clock::now() >= until) return std::nullopt;
@@ -284,15 +299,27 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
         const std::uint64_t offset = index * size;
         std::optional<DiskError> error;
         switch (test) {
-          case DiskTest::kWrite:
-            FormatBlock(block, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, options_.crc);
-            error = TimedIo(true, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kWrite)],
+          case DiskTest::kWrite: {
+            std::byte* target = buffers[next_buffer];
+            if (next_formatted) {
+              helper->WaitIdle();
+            } else {
+              format(target, file, index);  // the first block of a file
+            }
+            next_formatted = index + 1 < blocks;
+            if (next_formatted) {
+              std::byte* other = buffers[next_buffer ^ 1];
+              helper->Submit([&format, other, &file, index] { format(other, file, index + 1); });
+            }
+            next_buffer ^= 1;
+            error = TimedIo(true, fd, target, size, offset, latencies[static_cast<int>(DiskOp::kWrite)],
                             file.file->name());
             if (!error) {
               ++file.generation[index];
               counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
             }
             break;
+          }
           case DiskTest::kReWrite:
             error = TimedIo(false, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kRewriteRead)],
                             file.file->name());
@@ -314,14 +341,14 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
             const bool skip = test == DiskTest::kSkipRead;
             if (skip && blocks > 1 && index % 2 != pass % 2) continue;
             const DiskOp op = skip ? DiskOp::kSkipRead : DiskOp::kRead;
-            std::byte* target = read_buffers[next_read_buffer];
+            std::byte* target = buffers[next_buffer];
             error = TimedIo(false, fd, target, size, offset, latencies[static_cast<int>(op)], file.file->name());
             if (error) break;
             counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
             // Waits for the previous block's verification (the other buffer),
             // so `target` is not read into again before it is checked.
-            verifier->Submit([&verify, &file, index, target, size] { verify(file, index, {target, size}); });
-            next_read_buffer ^= 1;
+            helper->Submit([&verify, &file, index, target, size] { verify(file, index, {target, size}); });
+            next_buffer ^= 1;
             break;
           }
         }
