@@ -220,6 +220,29 @@ TEST_F(NetResponderTest, BadTcpInputClosesTheConnection) {
   EXPECT_GE(observer_.Drops("malformed") + observer_.Drops("bad_hmac"), 2);
 }
 
+TEST_F(NetResponderTest, SilentConnectionsMakeRoomForAHello) {
+  Start(/*max_connections=*/3);
+  // Every slot taken by a connection that never says hello.
+  std::vector<Fd> silent;
+  std::string error;
+  for (int i = 0; i < 3; ++i) {
+    silent.push_back(ConnectTcp(address_, std::chrono::steady_clock::now() + 1s, &error));
+    ASSERT_TRUE(silent.back().valid()) << error;
+  }
+  std::this_thread::sleep_for(200ms);  // all accepted
+  EXPECT_TRUE(Hello(address_, secret_, 1s, &error)) << error;
+  EXPECT_EQ(observer_.Drops("connection_limit"), 1);
+  // Exactly one silent connection was closed to make room.
+  int closed = 0;
+  for (const Fd& fd : silent) {
+    std::uint8_t byte = 0;
+    if (WaitFd(fd.get(), POLLIN, std::chrono::steady_clock::now() + 100ms) && ::recv(fd.get(), &byte, 1, 0) == 0) {
+      ++closed;
+    }
+  }
+  EXPECT_EQ(closed, 1);
+}
+
 TEST_F(NetResponderTest, UnreachablePeerFailsFast) {
   Start();
   const auto port = responder_->Ports().front();

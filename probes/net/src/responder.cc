@@ -29,6 +29,9 @@ constexpr std::size_t kMaxTrackedSources = 4096;
 constexpr auto kSessionGrace = std::chrono::seconds(10);
 // A control connection idle this long (no session) is closed.
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
+// A connection that has not said a valid hello this long after its last data
+// is closed: unauthenticated clients must not hold the connection slots.
+constexpr auto kHelloTimeout = std::chrono::seconds(3);
 
 // Per-source token bucket.
 struct Bucket {
@@ -277,9 +280,12 @@ class ResponderImpl final : public Responder {
       Fd fd(
           ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!fd.valid()) return;
-      if (connections_.size() >= options_.max_connections) {
+      // Full: the oldest connection still waiting for its hello makes room
+      // (a flood of unauthenticated connections cannot lock peers out), else
+      // the new one is closed at once (the connection-limit test sees EOF).
+      if (connections_.size() >= options_.max_connections && !EvictOldestUnauthenticated()) {
         Drop("connection_limit");
-        continue;  // closed at once: the connection-limit test sees EOF
+        continue;
       }
       if (!Allow(from.Host(), now)) {
         Drop("rate_limited");
@@ -299,6 +305,20 @@ class ResponderImpl final : public Responder {
   void Close(int fd) {
     if (session_.active && session_.owner_fd == fd) session_ = Session{};
     connections_.erase(fd);
+  }
+
+  bool EvictOldestUnauthenticated() {
+    auto oldest = connections_.end();
+    for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+      if (it->second.state == ConnState::kAwaitHello &&
+          (oldest == connections_.end() || it->second.last_activity < oldest->second.last_activity)) {
+        oldest = it;
+      }
+    }
+    if (oldest == connections_.end()) return false;
+    Drop("connection_limit");
+    Close(oldest->first);
+    return true;
   }
 
   void ServeConnection(int fd, short revents, std::vector<std::uint8_t>& buffer, Clock::time_point now) {
@@ -458,7 +478,8 @@ class ResponderImpl final : public Responder {
     std::vector<int> idle;
     for (const auto& [fd, conn] : connections_) {
       const bool in_session = session_.active && session_.owner_fd == fd;
-      if (!in_session && now - conn.last_activity > kIdleTimeout) idle.push_back(fd);
+      const auto timeout = conn.state == ConnState::kAwaitHello ? kHelloTimeout : kIdleTimeout;
+      if (!in_session && now - conn.last_activity > timeout) idle.push_back(fd);
     }
     for (const int fd : idle) Close(fd);
   }
