@@ -45,10 +45,16 @@ struct HttpServerOptions {
   // Prometheus style: ":9580" (all addresses), "127.0.0.1:9580",
   // "[::1]:9580". Port 0 picks a free port (see Ports()).
   std::string listen_address = ":9580";
-  int worker_threads = 16;
+  // CivetWeb serves one connection per worker thread, and an idle or
+  // slow-drip connection holds its worker until request_timeout. Enough
+  // workers that a few hundred such connections leave some for scrapes
+  // (docs/reliability.md, HTTP): an idle worker costs ~15 KiB resident, its
+  // stack is touched only while it serves.
+  int worker_threads = 256;
   // A request must arrive in full within this time: slow or idle clients
-  // give their worker back instead of holding it.
-  std::chrono::milliseconds request_timeout{10000};
+  // give their worker back instead of holding it. Beyond worker_threads such
+  // clients, scrapes wait for these timeouts to free workers.
+  std::chrono::milliseconds request_timeout{5000};
   std::size_t max_body_bytes = 64 * 1024;
   // --web.config.file: TLS on the listening port and basic auth in front of
   // every route. Null: plain HTTP, no auth.
