@@ -22,7 +22,9 @@ HttpResponse Json(int status, const json& body) {
   HttpResponse response;
   response.status = status;
   response.content_type = "application/json";
-  response.body = body.dump(2) + "\n";
+  // Error texts may quote invalid UTF-8 from a request (e.g. a JSON parse
+  // error's "last read: ..."): replace it rather than throw (found by fuzzing).
+  response.body = body.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   return response;
 }
 

@@ -8,7 +8,7 @@ build=$1/fuzz
 seconds=${2:-20}
 shift $(( $# >= 2 ? 2 : 1 ))
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(net_protocol config units)
+[ ${#targets[@]} -eq 0 ] && targets=(net_protocol config units run_api web_config)
 command -v clang++ >/dev/null || { echo "clang++ not installed (.ci/deps installs clang and libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S "$here/project" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$build" "${targets[@]/%/_fuzzer}" >/dev/null

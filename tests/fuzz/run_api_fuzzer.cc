@@ -1,0 +1,83 @@
+// libFuzzer target for the run API's body: any bytes POSTed to /api/v1/runs.
+// The body goes through RunApi::Handle (JSON parsing, RunManager::Submit,
+// ParseFullRunRequest and every probe's option validation). Nothing may
+// crash or throw, the answer must be a 4xx with a JSON {"error": "..."}, and
+// options that validated once must validate again as they were normalised.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "hostperf/exporter/clock.h"
+#include "hostperf/exporter/full_run.h"
+#include "hostperf/exporter/run_api.h"
+#include "hostperf/exporter/run_manager.h"
+
+namespace {
+
+using namespace hostperf::exporter;
+using nlohmann::json;
+
+// A daemon without probes: every request is validated in full, then refused
+// as "not available", so no run ever starts.
+struct Api {
+  Api() {
+    char dir_template[] = "/tmp/hostperf-run-api-fuzz-XXXXXX";
+    if (mkdtemp(dir_template) == nullptr) std::abort();
+    dir = dir_template;
+    RunManagerOptions options;
+    options.history_file = dir / "runs.json";
+    manager = std::make_unique<RunManager>(std::vector<hostperf::probes::Probe*>{}, clock, RunManagerHooks{},
+                                           options);
+    api = std::make_unique<RunApi>(*manager);
+    api->SetToken("fuzz-token");
+  }
+  ~Api() {
+    api.reset();
+    manager.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::filesystem::path dir;
+  RealClock clock;
+  std::unique_ptr<RunManager> manager;
+  std::unique_ptr<RunApi> api;
+};
+
+// Options the request accepted are stored normalised; they must still pass.
+void CheckRevalidates(const std::string& body) {
+  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return;
+  const auto request = ParseFullRunRequest(parsed);
+  if (!request.ok()) {
+    if (request.error().empty()) std::abort();
+    return;
+  }
+  if (request->probes.empty()) std::abort();
+  for (const std::string& probe : request->probes) {
+    if (!PrepareFullRunOptions(probe, request->options.at(probe)).ok()) std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static Api api;  // lives for the whole process, like the daemon's
+  HttpRequest request;
+  request.method = "POST";
+  request.path = std::string(kRunsPath);
+  request.headers["authorization"] = "Bearer fuzz-token";
+  request.body.assign(reinterpret_cast<const char*>(data), size);
+
+  const HttpResponse response = api.api->Handle(request);  // throws: a crash
+  if (response.status < 400 || response.status >= 500) std::abort();
+  const json answer = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object() || !answer.contains("error") || !answer["error"].is_string()) std::abort();
+  CheckRevalidates(request.body);
+  return 0;
+}
