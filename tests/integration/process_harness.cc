@@ -173,6 +173,24 @@ std::optional<HttpReply> HttpRequest(int port, const std::string& method, const 
   return reply;
 }
 
+int FreeLoopbackPort() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
+    socklen_t length = sizeof(address);
+    const bool bound = tcp >= 0 && ::bind(tcp, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                       ::getsockname(tcp, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+    const int udp = bound ? ::socket(AF_INET, SOCK_DGRAM, 0) : -1;
+    const bool free = udp >= 0 && ::bind(udp, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    if (tcp >= 0) ::close(tcp);
+    if (udp >= 0) ::close(udp);
+    if (free) return ntohs(address.sin_port);
+  }
+  return 0;
+}
+
 TempDir::TempDir() {
   std::string templ = (std::filesystem::temp_directory_path() / "hostperf-test-XXXXXX").string();
   if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");

@@ -58,6 +58,9 @@ std::optional<HttpReply> HttpRequest(int port, const std::string& method, const 
                                      const std::map<std::string, std::string>& headers = {},
                                      const std::string& body = "");
 
+// A port free for both TCP and UDP on 127.0.0.1 right now (0 if none found).
+int FreeLoopbackPort();
+
 // A fresh temporary directory, removed with its contents on destruction.
 class TempDir {
  public:

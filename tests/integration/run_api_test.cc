@@ -30,25 +30,6 @@ using ::testing::HasSubstr;
 
 constexpr const char* kToken = "integration-token-0123456789";
 
-// A port free for both TCP and UDP on 127.0.0.1 right now (the responder's).
-int FreeLoopbackPort() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
-    socklen_t length = sizeof(address);
-    const bool bound = ::bind(tcp, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                       ::getsockname(tcp, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-    const int udp = ::socket(AF_INET, SOCK_DGRAM, 0);
-    const bool both = bound && ::bind(udp, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    ::close(tcp);
-    ::close(udp);
-    if (both) return ntohs(address.sin_port);
-  }
-  return 0;
-}
-
 // State in `dir`, scheduled probes out of the way (full runs still work for
 // disabled probes), the net responder on a free loopback port.
 std::string ApiConfig(const TempDir& dir, const std::string& token_file) {
