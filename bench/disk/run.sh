@@ -61,8 +61,8 @@ fio_run() {
   fio --name=read --rw=read "${common[@]}" >"$work/r.json"
   fio --name=skip --rw=read:"${block_kb}k" "${common[@]}" >"$work/s.json"
   rm -f "$dir"/bench.*
-  fio --name=vwrite --rw=write --verify=crc32c --do_verify=0 "${common[@]}" >"$work/vw.json"
-  fio --name=vread --rw=read --verify=crc32c --do_verify=1 "${common[@]}" >"$work/vr.json"
+  fio --name=vwrite --rw=write --verify=crc32c --do_verify=0 --verify_state_save=0 "${common[@]}" >"$work/vw.json"
+  fio --name=vread --rw=read --verify=crc32c --do_verify=1 --verify_state_save=0 "${common[@]}" >"$work/vr.json"
   rm -f "$dir"/bench.*
   python3 - "$work" <<'PY'
 import json, sys
