@@ -29,7 +29,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-median() { python3 -c "import statistics,sys; print(round(statistics.median(float(x) for x in sys.argv[1:]), 4))" "$@"; }
+median() { python3 -c "import statistics,sys; print(f\"{statistics.median(float(x) for x in sys.argv[1:]):.6g}\")" "$@"; }
 ratio() { python3 -c "import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 4))" "$1" "$2"; }
 
 # start_daemon NAME CONFIG_BODY: starts hostperf_exporter, sets $daemon_pid and $daemon_port.
@@ -51,6 +51,7 @@ stop_daemon() { kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/de
 cpu_seconds() { python3 -c "
 import os; f=open('/proc/$1/stat').read().rsplit(')',1)[1].split()
 print((int(f[11])+int(f[12]))/os.sysconf('SC_CLK_TCK'))"; }
+disk_bytes() { awk '/^(read|write)_bytes/ {sum += $2} END {print sum}' "/proc/$1/io"; }
 metric_sum() { curl -s "http://127.0.0.1:$1/metrics" | python3 -c "
 import sys; print(sum(float(l.rsplit(' ',1)[1]) for l in sys.stdin if l.startswith('$2')))"; }
 
@@ -73,9 +74,9 @@ interference() {
       python3 -c "import json,sys; print(json.load(sys.stdin)['jobs'][0]['read']['iops'])"
   }
   fio --name=prep --filename="$fio_file" --size=1g --rw=write --bs=1m --direct=1 >/dev/null 2>&1
-  declare -A cpu io share
+  declare -A cpu io share io_share
   for condition in stopped defaults aggressive; do
-    cpu[$condition]=""; io[$condition]=""; share[$condition]=""
+    cpu[$condition]=""; io[$condition]=""; share[$condition]=""; io_share[$condition]=""
   done
   for ((run = 0; run < runs; run++)); do
     for condition in stopped defaults aggressive; do
@@ -88,9 +89,14 @@ interference() {
       # run-to-run noise of the workloads' rates.
       [ "$condition" != stopped ] && before=$(cpu_seconds "$daemon_pid")
       cpu[$condition]+=" $(bench_cpu)"
-      io[$condition]+=" $(bench_io)"
+      # Likewise the bytes the daemon read and wrote on the disk during the
+      # fio run, as a share of fio's own bytes.
+      [ "$condition" != stopped ] && before_io=$(disk_bytes "$daemon_pid")
+      iops=$(bench_io)
+      io[$condition]+=" $iops"
       if [ "$condition" != stopped ]; then
         share[$condition]+=" $(python3 -c "print(($(cpu_seconds "$daemon_pid") - $before) / (2 * $seconds * $(nproc)))")"
+        io_share[$condition]+=" $(python3 -c "print(($(disk_bytes "$daemon_pid") - $before_io) / ($iops * 4096 * $seconds))")"
         stop_daemon
       fi
     done
@@ -98,7 +104,7 @@ interference() {
   for condition in defaults aggressive; do
     c=$(ratio "$(median ${cpu[stopped]})" "$(median ${cpu[$condition]})")
     i=$(ratio "$(median ${io[stopped]})" "$(median ${io[$condition]})")
-    echo "interference ($condition): sysbench cpu slowdown $c, fio randread slowdown $i (1.00 = none; goal at defaults <= 1.01); daemon CPU share of the machine during the workloads $(median ${share[$condition]})"
+    echo "interference ($condition): sysbench cpu slowdown $c, fio randread slowdown $i (1.00 = none; goal at defaults <= 1.01); daemon CPU share of the machine during the workloads $(median ${share[$condition]}), daemon disk bytes during fio as a share of fio's $(median ${io_share[$condition]})"
   done
   echo "interference raw: sysbench events/s stopped=[${cpu[stopped]} ] defaults=[${cpu[defaults]} ] aggressive=[${cpu[aggressive]} ]; fio IOPS stopped=[${io[stopped]} ] defaults=[${io[defaults]} ] aggressive=[${io[aggressive]} ]"
 }

@@ -48,8 +48,10 @@ struct HttpServerOptions {
   // CivetWeb serves one connection per worker thread, and an idle or
   // slow-drip connection holds its worker until request_timeout. Enough
   // workers that a few hundred such connections leave some for scrapes
-  // (docs/reliability.md, HTTP): an idle worker costs ~15 KiB resident, its
-  // stack is touched only while it serves.
+  // (docs/reliability.md, HTTP). Cost: CivetWeb hands connections to its
+  // workers in turn, and each keeps ~40 KiB resident (stack, buffers) once it
+  // has served one, so RSS steps up by ~10 MiB over the first 256 requests
+  // and stays there (the soak measures it).
   int worker_threads = 256;
   // A request must arrive in full within this time: slow or idle clients
   // give their worker back instead of holding it. Beyond worker_threads such
