@@ -32,8 +32,7 @@ struct Api {
     dir = dir_template;
     RunManagerOptions options;
     options.history_file = dir / "runs.json";
-    manager = std::make_unique<RunManager>(std::vector<hostperf::probes::Probe*>{}, clock, RunManagerHooks{},
-                                           options);
+    manager = std::make_unique<RunManager>(std::vector<hostperf::probes::Probe*>{}, clock, RunManagerHooks{}, options);
     api = std::make_unique<RunApi>(*manager);
     api->SetToken("fuzz-token");
   }

@@ -116,7 +116,7 @@ TEST_F(HttpFaultTest, IdleAndSlowDripConnectionsDoNotBlockScrapes) {
   const long rss_held = ResidentKib(pid);
   const int fds_held = OpenFds(pid);
   EXPECT_LT(fds_held, fds_before + kIdleConnections + kDripConnections + 16);
-  EXPECT_LT(rss_held - rss_before, 64 * 1024) << "KiB";
+  EXPECT_LT(rss_held - rss_before, kRssGrowthBoundKib) << "KiB";
 
   // The server's request timeout ends the idle and slow connections; the
   // dripping client never gets to finish its request.

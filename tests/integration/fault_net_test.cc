@@ -39,8 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kSecret = "fault-net-test-shared-secret-0123456789";
 constexpr int kPacketsPerCycle = 5;
-// Resident memory a daemon may gain while a fault lasts (ASan builds included).
-constexpr long kRssGrowthBoundKib = 64 * 1024;
 
 std::uint16_t FreePort() { return static_cast<std::uint16_t>(FreeLoopbackPort()); }
 std::string Loopback(std::uint16_t port) { return "127.0.0.1:" + std::to_string(port); }

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <regex>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>

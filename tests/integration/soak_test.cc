@@ -178,8 +178,8 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
     const double runs = ProbeSum(samples, "hostperf_probe_runs_total", probe) - runs_at_start[probe];
     const double failures = ProbeSum(samples, "hostperf_probe_failures_total", probe);
     const double skipped = ProbeSum(samples, "hostperf_probe_skipped_total", probe);
-    std::printf("soak: %-6s %4.0f runs, %.0f failures, %.0f skipped, success gauge != 1 in %d scrapes\n",
-                probe.c_str(), runs, failures, skipped, unsuccessful[probe]);
+    std::printf("soak: %-6s %4.0f runs, %.0f failures, %.0f skipped, success gauge != 1 in %d scrapes\n", probe.c_str(),
+                runs, failures, skipped, unsuccessful[probe]);
     // Intervals of 3-4 s: at least a quarter of the possible runs (the
     // budget, busy gate and jitter may delay some, never stop them).
     EXPECT_GE(runs, seconds / 16.0) << probe;

@@ -248,19 +248,19 @@ class DiskProbe final : public Probe {
 
   std::string_view Name() const override { return "disk"; }
 
-  config::ProbeSchedule Schedule(const config::Config& config) const override {
-    // The scheduler calls this on every config load, before any run: each
-    // configured directory's verify error counter is exposed at 0 from then
-    // on, so that increase() alerts on a bad block in the very first run (a
-    // series first scraped at 1 has no increase).
-    if (config.probes.disk.schedule.enabled) {
-      for (const auto& path : config.probes.disk.directories.empty()
-                                  ? std::vector<std::string>{(state_directory_ / "disk").string()}
-                                  : config.probes.disk.directories) {
-        verify_errors_.Add({{"directory", path}});
-      }
+  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.disk.schedule; }
+
+  void StartServices(const config::Config& config) override {
+    // Each configured directory's verify error counter is exposed at 0 from
+    // start-up (and every reload), before any run: increase() then alerts on
+    // a bad block in the very first run (a series first scraped at 1 has no
+    // increase).
+    if (!config.probes.disk.schedule.enabled) return;
+    for (const auto& path : config.probes.disk.directories.empty()
+                                ? std::vector<std::string>{(state_directory_ / "disk").string()}
+                                : config.probes.disk.directories) {
+      verify_errors_.Add({{"directory", path}});
     }
-    return config.probes.disk.schedule;
   }
 
   ProbeOutcome Run(const RunContext& ctx) override {

@@ -312,8 +312,8 @@ std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clo
               helper->Submit([&format, other, &file, index] { format(other, file, index + 1); });
             }
             next_buffer ^= 1;
-            error = TimedIo(true, fd, target, size, offset, latencies[static_cast<int>(DiskOp::kWrite)],
-                            file.file->name());
+            error =
+                TimedIo(true, fd, target, size, offset, latencies[static_cast<int>(DiskOp::kWrite)], file.file->name());
             if (!error) {
               ++file.generation[index];
               counters.bytes_written.fetch_add(size, std::memory_order_relaxed);

@@ -87,9 +87,10 @@ class Probe {
   // Measures once. Must not throw; updates the probe's own metrics.
   virtual ProbeOutcome Run(const RunContext& context) = 0;
   // Long-running services the daemon hosts for this probe (the net probe's
-  // peer responder): called after creation and again after every successful
-  // reload (restart only what changed); stopped by the destructor. The CLI
-  // never calls it. Must not throw; failures are logged.
+  // peer responder), and metrics to expose before the first run (the disk
+  // probe's verify error counters): called after creation and again after
+  // every successful reload (restart only what changed); stopped by the
+  // destructor. The CLI never calls it. Must not throw; failures are logged.
   virtual void StartServices(const config::Config& /*config*/) {}
 };
 
