@@ -4,6 +4,7 @@
 #include <map>
 #include <thread>
 
+#include "hostperf/probes/disk/scratch.h"
 #include "net_http_fault_harness.h"
 
 namespace hostperf::testing {
@@ -11,8 +12,20 @@ namespace hostperf::testing {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-FaultDaemon::FaultDaemon(const std::string& config_file)
-    : process_(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config_file, "--web.listen-address=127.0.0.1:0"}) {}
+namespace {
+
+// `prefix` (a wrapper such as `ip netns exec NAME`), then the daemon.
+ChildProcess StartDaemon(const std::string& config_file, std::vector<std::string> prefix) {
+  prefix.insert(prefix.end(),
+                {HOSTPERF_EXPORTER_BIN, "--config.file=" + config_file, "--web.listen-address=127.0.0.1:0"});
+  const std::string binary = prefix.front();
+  return ChildProcess(binary, std::vector<std::string>(prefix.begin() + 1, prefix.end()));
+}
+
+}  // namespace
+
+FaultDaemon::FaultDaemon(const std::string& config_file, const std::vector<std::string>& prefix)
+    : process_(StartDaemon(config_file, prefix)) {}
 
 int FaultDaemon::Port() {
   if (port_ == 0) port_ = process_.ListeningPort();
@@ -62,7 +75,9 @@ std::vector<std::string> ScratchFilesUnder(const std::string& root) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().rfind("hostperf-disk-", 0) == 0) found.push_back(it->path().string());
+    if (it->path().filename().string().rfind(probes::disk::kScratchPrefix, 0) == 0) {
+      found.push_back(it->path().string());
+    }
   }
   return found;
 }

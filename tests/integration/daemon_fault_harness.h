@@ -17,7 +17,8 @@ namespace hostperf::testing {
 
 class FaultDaemon {
  public:
-  explicit FaultDaemon(const std::string& config_file);
+  // `prefix`: a command that runs the daemon, e.g. {"ip", "netns", "exec", NAME}.
+  explicit FaultDaemon(const std::string& config_file, const std::vector<std::string>& prefix = {});
 
   int Port();  // waits for the "listening" log line
   std::optional<HttpReply> Get(const std::string& path);

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon_fault_harness.h"
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/protocol.h"
 #include "net_http_fault_harness.h"
@@ -93,27 +94,16 @@ class Daemon {
             peers + "]\npackets_per_cycle = " + std::to_string(kPacketsPerCycle) +
             "\npacket_interval = \"5ms\"\nreply_timeout = \"300ms\"\n"
             "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\nmax_connections = 64\n");
-    std::vector<std::string> args = spec.prefix;
-    args.push_back(HOSTPERF_EXPORTER_BIN);
-    args.push_back("--config.file=" + config);
-    args.push_back("--web.listen-address=127.0.0.1:0");
-    const std::string binary = args.front();
-    args.erase(args.begin());
-    process_ = std::make_unique<ChildProcess>(binary, args);
+    daemon_ = std::make_unique<FaultDaemon>(config, spec.prefix);
   }
 
   int HttpPort() {
-    if (http_port_ == 0) {
-      http_port_ = process_->ListeningPort();
-      EXPECT_NE(http_port_, 0) << process_->Stderr();
-    }
-    return http_port_;
+    const int port = daemon_->Port();
+    EXPECT_NE(port, 0) << daemon_->process().Stderr();
+    return port;
   }
 
-  std::string Metrics() {
-    const auto reply = HttpRequest(HttpPort(), "GET", "/metrics");
-    return reply && reply->status == 200 ? reply->body : "";
-  }
+  std::string Metrics() { return daemon_->Metrics(); }
 
   // Polls /metrics until `predicate` holds.
   bool WaitFor(const std::function<bool(const std::string&)>& predicate, std::chrono::seconds timeout) {
@@ -125,13 +115,12 @@ class Daemon {
     return false;
   }
 
-  bool Running() { return !process_->Wait(0ms).has_value(); }
-  pid_t pid() const { return process_->pid(); }
-  ChildProcess& process() { return *process_; }
+  bool Running() { return !process().Wait(0ms).has_value(); }
+  pid_t pid() { return process().pid(); }
+  ChildProcess& process() { return daemon_->process(); }
 
  private:
-  std::unique_ptr<ChildProcess> process_;
-  int http_port_ = 0;
+  std::unique_ptr<FaultDaemon> daemon_;
 };
 
 // RSS and descriptors of a daemon, sampled at the start and the end of a fault.
@@ -144,6 +133,16 @@ struct Footprint {
 void Report(const std::string& what, const Footprint& before, const Footprint& during, const Footprint& after) {
   std::cout << "[ numbers  ] " << what << ": RSS KiB " << before.rss_kib << " -> " << during.rss_kib << " -> "
             << after.rss_kib << "; fds " << before.fds << " -> " << during.fds << " -> " << after.fds << "\n";
+}
+
+// The prober once a fault is over: still running, with its memory and
+// descriptors back within bounds of where they were before.
+void ExpectProberRecovered(Daemon& prober, const std::string& what, const Footprint& before, const Footprint& during) {
+  const Footprint after = Footprint::Of(prober.pid());
+  EXPECT_TRUE(prober.Running());
+  EXPECT_LT(after.rss_kib - before.rss_kib, kRssGrowthBoundKib);
+  EXPECT_LE(after.fds, before.fds + 4);
+  Report(what, before, during, after);
 }
 
 class NetFaultTest : public ::testing::Test {
@@ -219,11 +218,7 @@ TEST_F(NetFaultTest, PeerThatStopsAnsweringMidRunIsDownWhileTheHealthyPeerIsProb
   EXPECT_TRUE(
       prober.WaitFor([&](const std::string& m) { return Value(m, Series("hostperf_net_peer_up", bad)) == 1.0; }, 15s))
       << prober.Metrics();
-  const Footprint after = Footprint::Of(prober.pid());
-  EXPECT_TRUE(prober.Running());
-  EXPECT_LT(after.rss_kib - before.rss_kib, kRssGrowthBoundKib);
-  EXPECT_LE(after.fds, before.fds + 4);
-  Report("stopped peer (prober)", before, during, after);
+  ExpectProberRecovered(prober, "stopped peer (prober)", before, during);
 }
 
 // --- a peer that answers with garbage -----------------------------------------
@@ -357,11 +352,7 @@ TEST_F(NetFaultTest, PeerAnsweringGarbageIsDownAndNeverBreaksTheProber) {
   throughput.connect_timeout = 1s;
   const auto session = net::RunThroughput(address, throughput, SharedSecret(), [] { return false; });
   EXPECT_NE(session.outcome, net::SessionOutcome::kOk);
-  const Footprint after = Footprint::Of(prober.pid());
-  EXPECT_TRUE(prober.Running());
-  EXPECT_LT(after.rss_kib - before.rss_kib, kRssGrowthBoundKib);
-  EXPECT_LE(after.fds, before.fds + 4);
-  Report("garbage peer (prober)", before, before, after);
+  ExpectProberRecovered(prober, "garbage peer (prober)", before, before);
 }
 
 // --- a peer behind a firewall in a network namespace --------------------------
@@ -474,12 +465,8 @@ TEST_F(NetFaultTest, PeerBehindAFirewallRuleInANetworkNamespace) {
   EXPECT_TRUE(prober.WaitFor(
       [&](const std::string& m) { return Value(m, Series("hostperf_net_peer_up", walled)) == 1.0; }, 15s))
       << prober.Metrics();
-  const Footprint after = Footprint::Of(prober.pid());
-  EXPECT_TRUE(prober.Running());
   EXPECT_TRUE(inside.Running());
-  EXPECT_LT(after.rss_kib - before.rss_kib, kRssGrowthBoundKib);
-  EXPECT_LE(after.fds, before.fds + 4);
-  Report("firewalled peer (prober)", before, during, after);
+  ExpectProberRecovered(prober, "firewalled peer (prober)", before, during);
 }
 
 // --- floods at the responder ----------------------------------------------------

@@ -256,11 +256,7 @@ class DiskProbe final : public Probe {
     // a bad block in the very first run (a series first scraped at 1 has no
     // increase).
     if (!config.probes.disk.schedule.enabled) return;
-    for (const auto& path : config.probes.disk.directories.empty()
-                                ? std::vector<std::string>{(state_directory_ / "disk").string()}
-                                : config.probes.disk.directories) {
-      verify_errors_.Add({{"directory", path}});
-    }
+    for (const auto& path : ConfiguredDirectories(config.probes.disk)) verify_errors_.Add({{"directory", path}});
   }
 
   ProbeOutcome Run(const RunContext& ctx) override {
@@ -268,6 +264,12 @@ class DiskProbe final : public Probe {
   }
 
  private:
+  // Under the state directory unless the config names directories.
+  std::string DefaultDirectory() const { return (state_directory_ / "disk").string(); }
+  std::vector<std::string> ConfiguredDirectories(const config::DiskProbeConfig& config) const {
+    return config.directories.empty() ? std::vector<std::string>{DefaultDirectory()} : config.directories;
+  }
+
   Result<Plan> MakePlan(const RunContext& ctx) const {
     const config::DiskProbeConfig config = ctx.config ? ctx.config->probes.disk : config::DiskProbeConfig{};
     Plan plan;
@@ -278,8 +280,7 @@ class DiskProbe final : public Probe {
       if (!parsed) return Result<Plan>::Error(parsed.error());
       options = parsed.value();
     }
-    plan.directories = !options.directories.empty() ? options.directories : config.directories;
-    if (plan.directories.empty()) plan.directories.push_back((state_directory_ / "disk").string());
+    plan.directories = !options.directories.empty() ? options.directories : ConfiguredDirectories(config);
     if (plan.full) {
       plan.threads = options.thread_count > 0
                          ? options.thread_count
@@ -362,7 +363,7 @@ class DiskProbe final : public Probe {
                                 json& result) {
     const auto skipped = [](DiskError error) { return DirectoryOutcome{std::move(error), true}; };
     const auto failed = [](DiskError error) { return DirectoryOutcome{std::move(error), false}; };
-    const bool default_dir = plan.directories.size() == 1 && path == (state_directory_ / "disk").string();
+    const bool default_dir = plan.directories.size() == 1 && path == DefaultDirectory();
     if (default_dir) {
       std::error_code ec;
       std::filesystem::create_directories(path, ec);
