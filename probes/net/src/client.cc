@@ -70,7 +70,11 @@ Fd OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_poin
   }
   const auto ack = ReceiveMessage(fd.get(), secret, deadline);
   if (!ack || ack->type != MessageType::kHelloAck) {
-    *error = "no hello reply from " + peer.ToString() + " (wrong secret or not a hostperf responder?)";
+    char byte = 0;
+    const bool closed = ::recv(fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    *error = "no hello reply from " + peer.ToString() +
+             (closed ? ": it closed the connection (wrong secret, or at its connection or rate limit)"
+                     : " (wrong secret or not a hostperf responder?)");
     return {};
   }
   if (ack->hello.version != kProtocolVersion) {

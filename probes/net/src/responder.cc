@@ -191,17 +191,22 @@ class ResponderImpl final : public Responder {
       const int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) break;
       const auto now = Clock::now();
-      for (std::size_t i = 1; i < fds.size(); ++i) {
+      // Connections first: a client that closed its connections and at once
+      // opens a new one (the connection-limit test, then the next run's
+      // hello) must find their slots free, not a full table. It also keeps an
+      // fd number freed and reused by accept() within one batch from
+      // receiving its predecessor's events.
+      const std::size_t first_connection = 1 + listeners_.size();
+      for (std::size_t i = first_connection; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) ServeConnection(fds[i].fd, fds[i].revents, buffer, now);
+      }
+      for (std::size_t i = 1; i < first_connection; ++i) {
         if (fds[i].revents == 0) continue;
-        const std::size_t listener = i - 1;
-        if (listener < listeners_.size()) {
-          if (listeners_[listener].udp) {
-            ServeUdp(listeners_[listener].fd.get(), buffer);
-          } else {
-            AcceptAll(listeners_[listener].fd.get(), now);
-          }
+        const Listener& listener = listeners_[i - 1];
+        if (listener.udp) {
+          ServeUdp(listener.fd.get(), buffer);
         } else {
-          ServeConnection(fds[i].fd, fds[i].revents, buffer, now);
+          AcceptAll(listener.fd.get(), now);
         }
       }
       Expire(now);
