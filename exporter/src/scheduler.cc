@@ -229,16 +229,15 @@ bool Scheduler::Run(const std::function<void()>& heartbeat, nanoseconds heartbea
   }
   for (;;) {
     if (heartbeat) heartbeat();
-    bool paused;
     {
       // Cleared before RunDue so that a config change or Resume() arriving
       // while it runs is not lost.
       std::lock_guard lock(mu_);
       wake_ = false;
-      paused = paused_;
+      // A full run's CPU time is the operator's, not the schedule's budget.
+      // Under the lock, so that Pause() and Resume() cannot slip in between.
+      if (gate_) gate_->Account(!paused_);
     }
-    // A full run's CPU time is the operator's, not the schedule's budget.
-    if (gate_) gate_->Account(!paused);
     const auto next_due = RunDue();
     std::unique_lock lock(mu_);
     if (stop_requested_) break;
@@ -263,6 +262,10 @@ void Scheduler::RequestStop() {
 
 void Scheduler::Pause() {
   std::unique_lock lock(mu_);
+  // The schedule's CPU time up to here is charged now, and the paused span
+  // is dropped at Resume(): the loop may sleep through a whole full run.
+  // (A probe still running is charged by RunDue when it returns.)
+  if (gate_ && !paused_ && !running_) gate_->Account(true);
   paused_ = true;
   if (running_) cancel_.store(true);
   cv_.wait(lock, [this] { return !running_; });
@@ -270,6 +273,7 @@ void Scheduler::Pause() {
 
 void Scheduler::Resume() {
   std::lock_guard lock(mu_);
+  if (gate_ && paused_) gate_->Account(false);
   paused_ = false;
   wake_ = true;
   cv_.notify_all();

@@ -819,12 +819,13 @@ TEST(ImpactGateSchedulerTest, FullRunCpuTimeIsNotChargedToTheSchedule) {
   h.scheduler.ApplyConfig(GatedConfig());
   h.scheduler.RunDue();
   ASSERT_EQ(h.cpu.runs(), 1);
-  std::thread loop([&] { h.scheduler.Run({}, 5ms); });
+  // A long heartbeat: the loop sleeps through the whole full run, as it does
+  // in the daemon when no probe is due; Resume() wakes it.
+  std::thread loop([&] { h.scheduler.Run({}, 1h); });
   h.scheduler.Pause();
   h.cpu_seconds = 500;  // a long full run
-  std::this_thread::sleep_for(50ms);  // the loop accounts while paused
   h.scheduler.Resume();
-  std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(50ms);  // the loop's tick after the wake-up
   h.scheduler.RequestStop();
   loop.join();
   EXPECT_LT(h.Metric("hostperf_budget_cpu_used_seconds").value_or(-1), 1.0);

@@ -168,16 +168,20 @@ TEST_F(NetResponderTest, TcpAndUdpThroughput) {
 
 TEST_F(NetResponderTest, SecondThroughputClientGetsBusy) {
   Start();
-  std::atomic<bool> first_done{false};
   ThroughputResult first;
   std::thread runner([&] {
     ThroughputOptions options;
-    options.duration = 700ms;
+    options.duration = 1500ms;
     options.rate_bytes_per_second = 4 << 20;
     first = RunThroughput(address_, options, secret_, Never);
-    first_done = true;
   });
-  std::this_thread::sleep_for(200ms);
+  // The first session is accepted before the second asks (a fixed sleep
+  // lost that race on a loaded machine).
+  const auto patience = std::chrono::steady_clock::now() + 10s;
+  while (observer_.Requests("session_start") == 0 && std::chrono::steady_clock::now() < patience) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(observer_.Requests("session_start"), 1);
   ThroughputOptions options;
   options.duration = 100ms;
   const auto second = RunThroughput(address_, options, secret_, Never);
