@@ -58,7 +58,7 @@ std::string DiskConfig(const TempDir& dir, const std::string& data_dir, const st
                                  "[scheduler]\nfirst_run_splay = \"1s\"\n"
                                  "[probes.cpu]\nenabled = false\n"
                                  "[probes.memory]\nenabled = false\n"
-                                 "[probes.disk]\ninterval = \"2s\"\ntimeout = \"2s\"\n"
+                                 "[probes.disk]\ninterval = \"4s\"\ntimeout = \"4s\"\n"
                                  "directories = [\"" +
                                  data_dir +
                                  "\"]\n"

@@ -52,7 +52,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-constexpr auto kPatience = seconds(30);  // upper bound of every wait; runs come every second
+constexpr auto kPatience = seconds(60);  // upper bound of every wait; runs come every 3 s
 
 // A shell command with the system directories on PATH (mkfs.ext4, losetup).
 CommandResult Shell(const std::string& command) {
@@ -210,7 +210,9 @@ class ScratchOpenInterceptor {
 };
 
 // The daemon testing `data` every `interval` (the other probes off).
-std::string DiskConfig(const TempDir& dir, const std::string& data, const std::string& interval = "1s") {
+// The timeout leaves room for the test's fault, done while it holds the run
+// (a slow fill-up must not turn `no_space` into `timeout`).
+std::string DiskConfig(const TempDir& dir, const std::string& data, const std::string& interval = "3s") {
   return dir.Write("c.toml",
                    "state_directory = \"" + dir.path() + "/state\"\n" + "[scheduler]\nfirst_run_splay = \"" + interval +
                        "\"\n"
@@ -221,7 +223,7 @@ std::string DiskConfig(const TempDir& dir, const std::string& data, const std::s
                        "]\n"
                        "[probes.disk]\ninterval = \"" +
                        interval +
-                       "\"\ntimeout = \"1s\"\n"
+                       "\"\ntimeout = \"3s\"\n"
                        "directories = [\"" +
                        data + "\"]\nbytes_per_run = \"2mb\"\nmax_buffer_size = \"64kb\"\nreserve = \"1kb\"\n");
 }

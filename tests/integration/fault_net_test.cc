@@ -89,10 +89,10 @@ class Daemon {
             "\"\n[scheduler]\nfirst_run_splay = \"1s\"\n"
             "[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n[probes.disk]\nenabled = false\n"
             "[probes.net]\nenabled = " +
-            (spec.probing ? "true" : "false") + "\ninterval = \"1s\"\nbind_address = \"" + spec.bind_address +
+            (spec.probing ? "true" : "false") + "\ninterval = \"2s\"\nbind_address = \"" + spec.bind_address +
             "\"\nports = [" + std::to_string(spec.port) + "]\nsecret_file = \"" + dir.path() + "/secret\"\npeers = [" +
             peers + "]\npackets_per_cycle = " + std::to_string(kPacketsPerCycle) +
-            "\npacket_interval = \"5ms\"\nreply_timeout = \"300ms\"\n"
+            "\npacket_interval = \"5ms\"\nreply_timeout = \"800ms\"\n"
             "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\nmax_connections = 64\n");
     daemon_ = std::make_unique<FaultDaemon>(config, spec.prefix);
   }
@@ -555,7 +555,7 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   net::LatencyOptions latency;
   latency.packets = 3;
   latency.interval = 5ms;
-  latency.reply_timeout = 300ms;
+  latency.reply_timeout = 2s;  // returns once answered
   EXPECT_EQ(net::MeasureLatency(std::span(&self, 1), latency, SharedSecret(), [] { return false; })[0].received, 3u);
 
   // TCP: 300 unauthenticated connections held open, every other one sending

@@ -34,19 +34,7 @@ namespace net = hostperf::probes::net;
 
 constexpr const char* kSecret = "integration-test-shared-secret-0123456789";
 
-// A port that is free for both TCP and UDP on 127.0.0.1 right now.
-std::uint16_t FreePort() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    net::Fd tcp(::socket(AF_INET, SOCK_STREAM, 0));
-    auto address = *net::ParseNumericAddress("127.0.0.1", 0);
-    if (::bind(tcp.get(), address.get(), address.length) != 0) continue;
-    socklen_t length = sizeof(address.storage);
-    ::getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&address.storage), &length);
-    net::Fd udp(::socket(AF_INET, SOCK_DGRAM, 0));
-    if (::bind(udp.get(), address.get(), address.length) == 0) return address.port();
-  }
-  return 0;
-}
+std::uint16_t FreePort() { return static_cast<std::uint16_t>(FreeLoopbackPort()); }
 
 std::string Peer(std::uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
@@ -73,13 +61,13 @@ class NetDaemon {
             "\"\n"
             "[scheduler]\nfirst_run_splay = \"1s\"\n"
             "[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n[probes.disk]\nenabled = false\n"
-            "[probes.net]\ninterval = \"1s\"\nbind_address = \"127.0.0.1\"\nports = [" +
+            "[probes.net]\ninterval = \"2s\"\nbind_address = \"127.0.0.1\"\nports = [" +
             std::to_string(port) +
             "]\n"
             "secret_file = \"" +
             dir.path() + "/secret\"\npeers = [" + list +
             "]\n"
-            "packets_per_cycle = 5\npacket_interval = \"5ms\"\nreply_timeout = \"300ms\"\n"
+            "packets_per_cycle = 5\npacket_interval = \"5ms\"\nreply_timeout = \"800ms\"\n"
             "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\n" +
             extra);
     process_ = std::make_unique<ChildProcess>(
@@ -179,7 +167,7 @@ TEST_F(NetIntegrationTest, BadHmacGetsNoReplyAndSecondThroughputClientGetsBusy) 
   net::LatencyOptions options;
   options.packets = 3;
   options.interval = 5ms;
-  options.reply_timeout = 300ms;
+  options.reply_timeout = 2s;  // generous: a loaded machine, and they return once answered
   const auto never = [] { return false; };
   const auto good = net::MeasureLatency(std::span(&target, 1), options, SharedSecret(), never);
   EXPECT_EQ(good[0].received, 3u);
@@ -194,11 +182,17 @@ TEST_F(NetIntegrationTest, BadHmacGetsNoReplyAndSecondThroughputClientGetsBusy) 
   net::ThroughputResult first;
   std::thread runner([&] {
     net::ThroughputOptions throughput;
-    throughput.duration = 1s;
+    throughput.duration = 3s;
     throughput.rate_bytes_per_second = 4 << 20;
     first = net::RunThroughput(address, throughput, SharedSecret(), never);
   });
-  std::this_thread::sleep_for(300ms);
+  // The first session is accepted before the second asks (not a fixed sleep:
+  // a loaded machine can take longer to connect and say hello).
+  EXPECT_TRUE(daemon.WaitFor(
+      [](const std::string& m) {
+        return Sample(m, "hostperf_net_responder_requests_total{type=\"session_start\"}").value_or(0) >= 1;
+      },
+      10s));
   net::ThroughputOptions throughput;
   throughput.duration = 100ms;
   const auto second = net::RunThroughput(address, throughput, SharedSecret(), never);
@@ -214,7 +208,7 @@ std::uint32_t PingsAnswered(std::uint16_t port, const net::Secret& secret) {
   net::LatencyOptions options;
   options.packets = 3;
   options.interval = 5ms;
-  options.reply_timeout = 300ms;
+  options.reply_timeout = 2s;  // generous: a loaded machine, and they return once answered
   return net::MeasureLatency(std::span(&target, 1), options, secret, [] { return false; })[0].received;
 }
 

@@ -8,10 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -173,20 +175,46 @@ std::optional<HttpReply> HttpRequest(int port, const std::string& method, const 
   return reply;
 }
 
+namespace {
+
+// Whether `port` on 127.0.0.1 can be bound for TCP (as the daemon binds it,
+// SO_REUSEADDR) and for UDP right now.
+bool LoopbackPortIsFree(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  const auto* raw = reinterpret_cast<const sockaddr*>(&address);
+  const int tcp = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  const bool tcp_free = tcp >= 0 && ::setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+                        ::bind(tcp, raw, sizeof(address)) == 0;
+  const int udp = tcp_free ? ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0) : -1;
+  const bool free = udp >= 0 && ::bind(udp, raw, sizeof(address)) == 0;
+  if (tcp >= 0) ::close(tcp);
+  if (udp >= 0) ::close(udp);
+  return free;
+}
+
+// The first port of the kernel's ephemeral range (32768 by default).
+int EphemeralPortsStart() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return in >> low && low > 4096 ? low : 32768;
+}
+
+}  // namespace
+
 int FreeLoopbackPort() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
-    socklen_t length = sizeof(address);
-    const bool bound = tcp >= 0 && ::bind(tcp, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                       ::getsockname(tcp, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-    const int udp = bound ? ::socket(AF_INET, SOCK_DGRAM, 0) : -1;
-    const bool free = udp >= 0 && ::bind(udp, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-    if (tcp >= 0) ::close(tcp);
-    if (udp >= 0) ::close(udp);
-    if (free) return ntohs(address.sin_port);
+  // Chosen below the ephemeral range: between this check and the daemon's
+  // bind, another test's outgoing connection cannot take the port, as it can
+  // take one the kernel handed out for bind(0).
+  static thread_local std::mt19937 rng(std::random_device{}());
+  const int high = EphemeralPortsStart() - 1;
+  std::uniform_int_distribution<int> pick(std::max(1024, high - 12000), high);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(rng);
+    if (LoopbackPortIsFree(port)) return port;
   }
   return 0;
 }

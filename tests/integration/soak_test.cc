@@ -55,7 +55,7 @@ std::string SoakConfig(const TempDir& dir, int net_port) {
          "reserve = \"1kb\"\ndisable_direct_io = true\n"
          "[probes.net]\ninterval = \"3s\"\ntimeout = \"3s\"\nbind_address = \"127.0.0.1\"\nports = [" +
          port + "]\nsecret_file = \"" + dir.path() + "/secret\"\npeers = [\"127.0.0.1:" + port +
-         "\"]\npackets_per_cycle = 5\npacket_interval = \"5ms\"\nreply_timeout = \"300ms\"\n"
+         "\"]\npackets_per_cycle = 5\npacket_interval = \"5ms\"\nreply_timeout = \"1s\"\n"
          "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\n";
 }
 

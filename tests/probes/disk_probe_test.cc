@@ -114,17 +114,19 @@ TEST_F(DiskProbeTest, FreeSpaceGuardSkipsScheduledAndFailsFull) {
 
 TEST_F(DiskProbeTest, FullRunReportsRowsEveryLogIntervalAndSharesTheDuration) {
   const auto start = std::chrono::steady_clock::now();
-  const auto outcome = Run(RunMode::kFull, {{"duration", "2s"},
+  const auto outcome = Run(RunMode::kFull, {{"duration", "4s"},
                                             {"log_interval", "250ms"},
                                             {"data_size", "256kb"},
                                             {"thread_count", 2},
                                             {"max_buffer_size", "16kb"}});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
-  EXPECT_GE(seconds, 1.5);
-  EXPECT_LT(seconds, 30);
+  EXPECT_GE(seconds, 3.5);
+  EXPECT_LT(seconds, 60);
   const json& rows = outcome.result["rows"];
-  EXPECT_GE(rows.size(), 8u);  // ~0.5 s per test, rows every 250 ms plus a last one
+  // ~1 s per test, rows every 250 ms plus a last one: about 16; half of that
+  // leaves room for a loaded machine stretching the ticks.
+  EXPECT_GE(rows.size(), 8u);
   std::set<std::string> tests;
   for (const auto& row : rows) {
     tests.insert(row["test"]);

@@ -32,7 +32,7 @@ class NetProbeTest : public ::testing::Test {
     config_.probes.net.ports = {0};  // ephemeral responder port
     config_.probes.net.packets_per_cycle = 5;
     config_.probes.net.packet_interval = 1ms;
-    config_.probes.net.reply_timeout = 200ms;
+    config_.probes.net.reply_timeout = 1s;  // returns once answered; generous for a loaded machine
     config_.probes.net.throughput_duration = 100ms;
     config_.probes.net.throughput_rate = 8 << 20;
     ProbeDeps deps;

@@ -63,13 +63,14 @@ TEST(WorkloadTest, StopsEarlyWhenCancelled) {
 
 TEST(WorkloadTest, StopsAtTheDeadline) {
   RunContext ctx;
-  ctx.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  // Long enough that a preempted start still does some chunks.
+  ctx.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   const auto start = std::chrono::steady_clock::now();
   const WorkloadResult result = RunWorkload(kFullChunks, ctx);
   EXPECT_FALSE(result.complete);
   EXPECT_GT(result.chunks_done, 0u);
   // Generous: the poll interval is ~1 ms, the full run would take seconds.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace

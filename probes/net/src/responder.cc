@@ -118,7 +118,17 @@ class ResponderImpl final : public Responder {
 
  private:
   // Binds TCP and UDP on the same port; an ephemeral port is taken from TCP.
-  bool BindPair(SocketAddress address, std::uint16_t* port, std::string* error) {
+  bool BindPair(const SocketAddress& address, std::uint16_t* port, std::string* error) {
+    // An ephemeral port free for TCP may be taken for UDP: try another.
+    const int attempts = *port == 0 ? 8 : 1;
+    for (int attempt = 1;; ++attempt) {
+      bool udp_in_use = false;
+      if (BindPairOnce(address, port, error, &udp_in_use)) return true;
+      if (!udp_in_use || attempt >= attempts) return false;
+    }
+  }
+
+  bool BindPairOnce(SocketAddress address, std::uint16_t* port, std::string* error, bool* udp_in_use) {
     Fd tcp = NonBlockingSocket(address.family(), SOCK_STREAM);
     Fd udp = NonBlockingSocket(address.family(), SOCK_DGRAM);
     const int one = 1;
@@ -138,6 +148,7 @@ class ResponderImpl final : public Responder {
     ::getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&bound.storage), &bound.length);
     address.set_port(bound.port());
     if (::bind(udp.get(), address.get(), address.length) != 0) {
+      *udp_in_use = errno == EADDRINUSE;
       *error = "cannot bind UDP " + address.ToString() + ": " + std::strerror(errno);
       return false;
     }
