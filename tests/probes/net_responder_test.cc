@@ -126,6 +126,54 @@ TEST_F(NetResponderTest, WrongSecretGetsNoReplyAndCountsAsLoss) {
   EXPECT_GE(DropsOnceAtLeast("malformed", 1), 1);
 }
 
+// A prober descheduled past its reply window (a loaded host): the reply
+// that came in meanwhile waits in its socket and counts, it is not a network
+// loss. (The client also drains its sockets once the window has closed, for
+// a stall between its last wait and its clock read, which no hook reaches.)
+TEST(NetLatencyClientTest, RepliesWaitingWhenTheWindowClosesAreCounted) {
+  const Secret secret(32, 0x17);
+  Fd peer = NonBlockingSocket(AF_INET, SOCK_DGRAM);
+  auto address = *ParseNumericAddress("127.0.0.1", 0);
+  ASSERT_EQ(::bind(peer.get(), address.get(), address.length), 0);
+  socklen_t length = sizeof(address.storage);
+  ::getsockname(peer.get(), reinterpret_cast<sockaddr*>(&address.storage), &length);
+  // A peer that answers the first ping 30 ms late, while the prober sleeps.
+  std::thread responder([&] {
+    if (!WaitFd(peer.get(), POLLIN, std::chrono::steady_clock::now() + 5s)) return;
+    std::vector<std::uint8_t> request(kMaxMessage);
+    SocketAddress from;
+    from.length = sizeof(from.storage);
+    const ssize_t n = ::recvfrom(peer.get(), request.data(), request.size(), 0,
+                                 reinterpret_cast<sockaddr*>(&from.storage), &from.length);
+    if (n <= 0) return;
+    const Decoded decoded = Decode(std::span(request.data(), static_cast<std::size_t>(n)), secret);
+    if (!decoded.message) return;
+    Message pong = *decoded.message;
+    pong.type = MessageType::kPong;
+    std::this_thread::sleep_for(30ms);
+    const auto bytes = Encode(pong, secret);
+    ::sendto(peer.get(), bytes.data(), bytes.size(), 0, from.get(), from.length);
+  });
+  LatencyOptions options;
+  options.packets = 2;
+  options.interval = 10ms;
+  options.reply_timeout = 100ms;
+  int polls = 0;
+  // The second check comes after the first ping's wait: the prober then
+  // sleeps through the rest of its window, the reply arriving meanwhile.
+  const auto stall_once = [&] {
+    if (++polls == 2) std::this_thread::sleep_for(300ms);
+    return false;
+  };
+  const PeerTarget target{"late", address};
+  const auto results = MeasureLatency(std::span(&target, 1), options, secret, stall_once);
+  responder.join();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].sent, 2u);
+  EXPECT_EQ(results[0].received, 1u);
+  EXPECT_EQ(results[0].lost(), 1u);
+}
+
 TEST_F(NetResponderTest, RepliesNeverExceedRequestsAndOnlyHelloAndPingOverUdp) {
   Start();
   Message hello;

@@ -201,15 +201,40 @@ std::vector<LatencyResult> MeasureLatency(std::span<const PeerTarget> targets, c
       states[i].fd.Reset();
     }
   }
+  // Reads every reply waiting on target i's socket.
+  std::uint8_t buffer[kMaxMessage];
+  const auto drain = [&](std::size_t i) {
+    while (true) {
+      const ssize_t n = ::recv(states[i].fd.get(), buffer, sizeof(buffer), 0);
+      if (n < 0) return;
+      const std::int64_t t4 = realtime();
+      const Decoded decoded = Decode(std::span<const std::uint8_t>(buffer, static_cast<std::size_t>(n)), secret);
+      if (!decoded.message || decoded.message->type != MessageType::kPong ||
+          decoded.message->session != states[i].session) {
+        continue;
+      }
+      const Ping& pong = decoded.message->ping;
+      auto seen = states[i].answered.find(pong.seq);
+      if (seen == states[i].answered.end() || seen->second) continue;  // unknown or duplicate
+      seen->second = true;
+      const TimestampSample sample{pong.t1_ns, pong.t2_ns, pong.t3_ns, t4};
+      results[i].received += 1;
+      results[i].samples.push_back(sample);
+      results[i].rtt_seconds.push_back(std::max<std::int64_t>(0, sample.Delay()) / 1e9);
+    }
+  };
   const auto start = Clock::now();
   const auto last_send = start + options.interval * (options.packets == 0 ? 0 : options.packets - 1);
   const auto stop_at = last_send + options.reply_timeout;
   std::uint32_t next = 0;
   std::vector<pollfd> fds;
-  std::uint8_t buffer[kMaxMessage];
+  bool stopped = false;
   while (true) {
     auto now = Clock::now();
-    if (should_stop()) break;
+    if (should_stop()) {
+      stopped = true;
+      break;
+    }
     while (next < options.packets && now >= start + options.interval * next) {
       for (std::size_t i = 0; i < targets.size(); ++i) {
         if (!states[i].fd.valid()) continue;
@@ -238,25 +263,14 @@ std::vector<LatencyResult> MeasureLatency(std::span<const PeerTarget> targets, c
                      static_cast<long>(std::max<long long>(0, wait.count()) % 1000000) * 1000};
     if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) <= 0) continue;
     for (std::size_t i = 0; i < states.size(); ++i) {
-      if (!(fds[i].revents & POLLIN)) continue;
-      while (true) {
-        const ssize_t n = ::recv(states[i].fd.get(), buffer, sizeof(buffer), 0);
-        if (n < 0) break;
-        const std::int64_t t4 = realtime();
-        const Decoded decoded = Decode(std::span<const std::uint8_t>(buffer, static_cast<std::size_t>(n)), secret);
-        if (!decoded.message || decoded.message->type != MessageType::kPong ||
-            decoded.message->session != states[i].session) {
-          continue;
-        }
-        const Ping& pong = decoded.message->ping;
-        auto seen = states[i].answered.find(pong.seq);
-        if (seen == states[i].answered.end() || seen->second) continue;  // unknown or duplicate
-        seen->second = true;
-        const TimestampSample sample{pong.t1_ns, pong.t2_ns, pong.t3_ns, t4};
-        results[i].received += 1;
-        results[i].samples.push_back(sample);
-        results[i].rtt_seconds.push_back(std::max<std::int64_t>(0, sample.Delay()) / 1e9);
-      }
+      if (fds[i].revents & POLLIN) drain(i);
+    }
+  }
+  // Replies already here when the window closed count: a prober descheduled
+  // past its window (a loaded host) must not report a network loss.
+  if (!stopped) {
+    for (std::size_t i = 0; i < states.size(); ++i) {
+      if (states[i].fd.valid()) drain(i);
     }
   }
   for (LatencyResult& result : results) result.clock_offset_seconds = ClockOffsetSeconds(result.samples);
