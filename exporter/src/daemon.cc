@@ -1,12 +1,11 @@
 #include "hostperf/exporter/daemon.h"
 
+#include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
 #include <random>
 #include <system_error>
-
-#include <spdlog/spdlog.h>
 
 #include "hostperf/exporter/collectors.h"
 #include "hostperf/exporter/exposition.h"
@@ -201,7 +200,8 @@ void Daemon::Shutdown() {
 Result<bool> Daemon::Reload() {
   std::lock_guard reload_lock(reload_mu_);
   notifier_->Notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(MonotonicMicros()));
-  auto loaded = options_.config_file ? config::LoadFile(*options_.config_file) : Result<config::Config>(config::Defaults());
+  auto loaded =
+      options_.config_file ? config::LoadFile(*options_.config_file) : Result<config::Config>(config::Defaults());
   if (!loaded) {
     reload_successful_->Set(0);
     spdlog::error("config reload failed, keeping the running config: {}", loaded.error());

@@ -1,13 +1,12 @@
 #include "hostperf/exporter/exposition.h"
 
+#include <prometheus/text_serializer.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <sstream>
-
-#include <prometheus/text_serializer.h>
 
 namespace hostperf::exporter {
 namespace {

@@ -1,12 +1,11 @@
 #include "hostperf/exporter/http_server.h"
 
 #include <civetweb.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <mutex>
-
-#include <spdlog/spdlog.h>
 
 #include "hostperf/exporter/web_security.h"
 
@@ -29,19 +28,32 @@ void InitLibraryOnce() {
 
 std::string_view StatusText(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Payload Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
   }
 }
 
@@ -119,11 +131,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(routes)));
   const std::string threads = std::to_string(options.worker_threads);
   const std::string timeout = std::to_string(options.request_timeout.count());
-  const char* civet_options[] = {"listening_ports", ports->c_str(),
-                                 "num_threads", threads.c_str(),
-                                 "request_timeout_ms", timeout.c_str(),
-                                 "enable_keep_alive", "no",
-                                 "listen_backlog", "256",
+  const char* civet_options[] = {"listening_ports",
+                                 ports->c_str(),
+                                 "num_threads",
+                                 threads.c_str(),
+                                 "request_timeout_ms",
+                                 timeout.c_str(),
+                                 "enable_keep_alive",
+                                 "no",
+                                 "listen_backlog",
+                                 "256",
                                  nullptr};
   mg_callbacks callbacks{};
   // CivetWeb logs to stderr by default; route its messages through spdlog.
@@ -202,9 +219,10 @@ int HttpServer::Dispatch(mg_connection* connection) {
   }
 
   if (info->content_length > static_cast<long long>(options_.max_body_bytes)) {
-    SendResponse(connection,
-                 HttpResponse::Text(413, "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes"),
-                 head_only);
+    SendResponse(
+        connection,
+        HttpResponse::Text(413, "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes"),
+        head_only);
     return 413;
   }
   // Without Content-Length (chunked) read up to the limit and refuse beyond.

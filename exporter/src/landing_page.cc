@@ -29,8 +29,7 @@ std::string OutcomeCell(const ProbeStatus& probe) {
     case Status::kFailure:
       break;
   }
-  return "<td class=fail title=\"" + HtmlEscape(outcome.message) + "\">failed: " + HtmlEscape(outcome.reason) +
-         "</td>";
+  return "<td class=fail title=\"" + HtmlEscape(outcome.message) + "\">failed: " + HtmlEscape(outcome.reason) + "</td>";
 }
 
 std::string UtcTime(double unix_seconds) { return FormatUtc(unix_seconds, "%Y-%m-%d %H:%M:%S UTC"); }
@@ -92,12 +91,23 @@ std::string HtmlEscape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

@@ -1,13 +1,13 @@
 #include "hostperf/exporter/logging.h"
 
-#include <chrono>
-#include <memory>
-#include <string>
-
-#include <nlohmann/json.hpp>
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 
 namespace hostperf::exporter {
 namespace {
@@ -54,11 +54,20 @@ class LogfmtFormatter final : public spdlog::formatter {
     out += '"';
     for (char c : text) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default: out += c;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          out += c;
       }
     }
     out += '"';

@@ -1,14 +1,13 @@
 // hostperf_exporter: the daemon.
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/daemon.h"
@@ -91,7 +90,8 @@ int main(int argc, char** argv) {
                 "\"");
   }
 
-  auto loaded = options.config_file ? config::LoadFile(*options.config_file) : Result<config::Config>(config::Defaults());
+  auto loaded =
+      options.config_file ? config::LoadFile(*options.config_file) : Result<config::Config>(config::Defaults());
   if (!loaded) {
     std::fprintf(stderr, "%s\n", loaded.error().c_str());
     return 1;

@@ -88,8 +88,8 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
     auto field = [&f](std::size_t i) { return i < f.size() ? ToDouble(f[i]) : std::nullopt; };
     const double tps = static_cast<double>(ticks_per_second_);
     if (const auto utime = field(11), stime = field(12); utime && stime) {
-      families.push_back(
-          CounterFamily("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", (*utime + *stime) / tps));
+      families.push_back(CounterFamily("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                                       (*utime + *stime) / tps));
     }
     if (const auto vsize = field(20)) {
       families.push_back(GaugeFamily("process_virtual_memory_bytes", "Virtual memory size in bytes.", *vsize));
@@ -108,7 +108,8 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
   std::error_code ec;
   std::size_t fds = 0;
   for (std::filesystem::directory_iterator it(self / "fd", ec), end; !ec && it != end; it.increment(ec)) ++fds;
-  if (!ec) families.push_back(GaugeFamily("process_open_fds", "Number of open file descriptors.", static_cast<double>(fds)));
+  if (!ec)
+    families.push_back(GaugeFamily("process_open_fds", "Number of open file descriptors.", static_cast<double>(fds)));
   if (const auto max_fds = MaxOpenFiles(roots_)) {
     families.push_back(GaugeFamily("process_max_fds", "Maximum number of open file descriptors.", *max_fds));
   }

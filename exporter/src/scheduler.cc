@@ -1,12 +1,12 @@
 #include "hostperf/exporter/scheduler.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <exception>
 #include <future>
 #include <thread>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 namespace hostperf::exporter {
 namespace {

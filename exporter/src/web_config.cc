@@ -66,8 +66,8 @@ bool NeedsClientCa(ClientAuthType type) {
 // Keys exporter-toolkit knows that hostperf does not implement: refusing
 // them beats silently serving with weaker settings than the file asks for.
 const std::set<std::string>& UnsupportedTlsKeys() {
-  static const std::set<std::string> keys = {"cipher_suites", "curve_preferences", "prefer_server_cipher_suites",
-                                             "client_allowed_sans", "cert", "key"};
+  static const std::set<std::string> keys = {
+      "cipher_suites", "curve_preferences", "prefer_server_cipher_suites", "client_allowed_sans", "cert", "key"};
   return keys;
 }
 
@@ -106,8 +106,8 @@ Result<bool> ParseTls(const Errors& errors, const YAML::Node& node, const std::f
     } else if (key == "client_auth_type") {
       const auto it = ClientAuthTypes().find(*text);
       if (it == ClientAuthTypes().end()) {
-        return R::Error(errors.At(value, "invalid client_auth_type \"" + *text + "\"; expected one of " +
-                                             Choices(ClientAuthTypes())));
+        return R::Error(errors.At(
+            value, "invalid client_auth_type \"" + *text + "\"; expected one of " + Choices(ClientAuthTypes())));
       }
       tls->client_auth_type = it->second;
     } else if (key == "min_version" || key == "max_version") {
@@ -245,9 +245,9 @@ Result<WebConfig> ParseWebConfig(const std::string& text, const std::filesystem:
       } else if (key == "basic_auth_users") {
         parsed = ParseUsers(errors, entry.second, &config);
       } else {
-        parsed = Result<bool>::Error(errors.At(
-            entry.first, "unknown key \"" + key + "\"; expected tls_server_config, http_server_config, "
-                                                  "basic_auth_users"));
+        parsed = Result<bool>::Error(errors.At(entry.first, "unknown key \"" + key +
+                                                                "\"; expected tls_server_config, http_server_config, "
+                                                                "basic_auth_users"));
       }
       if (!parsed) return Config::Error(parsed.error());
     }
@@ -282,8 +282,8 @@ Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::str
   if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1) {
     return R::Error(source + ": cert_file " + tls.cert_file.string() + ": " + OpenSslError());
   }
-  const std::string mismatch = source + ": key_file " + tls.key_file.string() +
-                               " does not match the certificate in " + tls.cert_file.string();
+  const std::string mismatch =
+      source + ": key_file " + tls.key_file.string() + " does not match the certificate in " + tls.cert_file.string();
   if (SSL_CTX_use_PrivateKey_file(ctx, tls.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
     if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
       ERR_clear_error();

@@ -3,13 +3,12 @@
 #include <dlfcn.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
 #include <mutex>
-
-#include <spdlog/spdlog.h>
 
 namespace hostperf::exporter {
 namespace {

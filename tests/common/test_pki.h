@@ -3,12 +3,12 @@
 // Test certificates made at test time with the openssl CLI (no secrets in the
 // tree): a CA, a server certificate for 127.0.0.1/localhost and a client
 // certificate signed by it, plus an unrelated key and a second CA.
+#include <openssl/evp.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <openssl/evp.h>
 
 namespace hostperf::testing {
 

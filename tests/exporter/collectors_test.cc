@@ -1,5 +1,8 @@
 #include "hostperf/exporter/collectors.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/metric_type.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,10 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <prometheus/metric_type.h>
 
 #include "metrics_test_util.h"
 
@@ -49,8 +48,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device random;
-    path_ = fs::temp_directory_path() / ("hostperf-exporter-test-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(random()));
+    path_ = fs::temp_directory_path() /
+            ("hostperf-exporter-test-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -82,8 +81,7 @@ TEST(ProcessCollectorTest, ReadsFixtureProcWithParenthesesInTheCommandName) {
   EXPECT_THAT(SampleValue(families, "process_resident_memory_bytes"),
               Optional(2560.0 * static_cast<double>(sysconf(_SC_PAGESIZE))));
   // btime 1700000000 + starttime 12345 ticks.
-  EXPECT_THAT(SampleValue(families, "process_start_time_seconds"),
-              Optional(1700000000.0 + 12345.0 / TicksPerSecond()));
+  EXPECT_THAT(SampleValue(families, "process_start_time_seconds"), Optional(1700000000.0 + 12345.0 / TicksPerSecond()));
   EXPECT_THAT(SampleValue(families, "process_open_fds"), Optional(5.0));
   EXPECT_THAT(SampleValue(families, "process_max_fds"), Optional(4096.0));
 }
@@ -148,7 +146,7 @@ TEST(ProcessCollectorTest, RealProcGivesSaneValues) {
 
   const auto rss = SampleValue(families, "process_resident_memory_bytes");
   ASSERT_TRUE(rss.has_value());
-  EXPECT_GT(*rss, 1024.0 * 1024.0);        // a gtest binary is more than 1 MiB
+  EXPECT_GT(*rss, 1024.0 * 1024.0);  // a gtest binary is more than 1 MiB
   EXPECT_LT(*rss, 64.0 * 1024 * 1024 * 1024);
   const auto vsize = SampleValue(families, "process_virtual_memory_bytes");
   ASSERT_TRUE(vsize.has_value());
@@ -156,8 +154,7 @@ TEST(ProcessCollectorTest, RealProcGivesSaneValues) {
 
   const auto start = SampleValue(families, "process_start_time_seconds");
   ASSERT_TRUE(start.has_value());
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_LE(*start, now + 5);
   EXPECT_GT(*start, now - 24 * 3600);  // this test process started recently
 

@@ -1,18 +1,17 @@
 #include "hostperf/exporter/exposition.h"
 
-#include <zlib.h>
-
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <zlib.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace hostperf::exporter {
 namespace {
@@ -48,7 +47,9 @@ struct AcceptCase {
 };
 
 // Readable ctest names instead of gtest's byte dump.
-void PrintTo(const AcceptCase& c, std::ostream* os) { *os << '"' << c.header << "\" -> " << (c.gzip ? "gzip" : "identity"); }
+void PrintTo(const AcceptCase& c, std::ostream* os) {
+  *os << '"' << c.header << "\" -> " << (c.gzip ? "gzip" : "identity");
+}
 
 class AcceptsGzipTest : public ::testing::TestWithParam<AcceptCase> {};
 
@@ -57,22 +58,22 @@ TEST_P(AcceptsGzipTest, MatchesTheHeader) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, AcceptsGzipTest,
-                         ::testing::Values(AcceptCase{"gzip", true},                  //
-                                           AcceptCase{"deflate, gzip;q=0.5", true},   //
-                                           AcceptCase{"gzip;q=0", false},             //
-                                           AcceptCase{"gzip; q=0.000", false},        //
-                                           AcceptCase{"*", true},                     //
-                                           AcceptCase{"", false},                     //
-                                           AcceptCase{"identity", false},             //
-                                           AcceptCase{"GZIP", true},                  //
-                                           AcceptCase{"  gzip  ", true},              //
-                                           AcceptCase{"deflate, br", false},          //
+                         ::testing::Values(AcceptCase{"gzip", true},                 //
+                                           AcceptCase{"deflate, gzip;q=0.5", true},  //
+                                           AcceptCase{"gzip;q=0", false},            //
+                                           AcceptCase{"gzip; q=0.000", false},       //
+                                           AcceptCase{"*", true},                    //
+                                           AcceptCase{"", false},                    //
+                                           AcceptCase{"identity", false},            //
+                                           AcceptCase{"GZIP", true},                 //
+                                           AcceptCase{"  gzip  ", true},             //
+                                           AcceptCase{"deflate, br", false},         //
                                            AcceptCase{"br;q=1.0, gzip;q=0.8, *;q=0.1", true},
-                                           AcceptCase{"identity, *;q=0", false},      //
-                                           AcceptCase{"gzip;q=bogus", false},         //
+                                           AcceptCase{"identity, *;q=0", false},  //
+                                           AcceptCase{"gzip;q=bogus", false},     //
                                            // An explicit refusal beats the wildcard (RFC 9110 12.5.3).
-                                           AcceptCase{"gzip;q=0, *", false},          //
-                                           AcceptCase{"*, gzip;q=0", false},          //
+                                           AcceptCase{"gzip;q=0, *", false},  //
+                                           AcceptCase{"*, gzip;q=0", false},  //
                                            AcceptCase{"gzip;q=0, *;q=0.5", false}));
 
 TEST(GzipTest, OutputInflatesBackToTheInput) {

@@ -1,10 +1,10 @@
 #include "hostperf/exporter/flags.h"
 
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 namespace hostperf::exporter {
 namespace {

@@ -1,6 +1,8 @@
 #include "hostperf/exporter/http_server.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -16,9 +18,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace hostperf::exporter {
 namespace {
@@ -55,21 +54,21 @@ TEST_P(ToCivetwebPortsTest, TranslatesOrRejects) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, ToCivetwebPortsTest,
-                         ::testing::Values(PortsCase{":9580", "9580"},                      //
-                                           PortsCase{"0.0.0.0:9580", "9580"},               //
-                                           PortsCase{"127.0.0.1:0", "127.0.0.1:0"},         //
-                                           PortsCase{"10.1.2.3:9580", "10.1.2.3:9580"},     //
-                                           PortsCase{"[::1]:9580", "[::1]:9580"},           //
-                                           PortsCase{"[::]:9580", "[::]:9580"},             //
-                                           PortsCase{"localhost:9580", "127.0.0.1:9580"},   //
-                                           PortsCase{":65535", "65535"},                    //
-                                           PortsCase{"9580", ""},                           //
-                                           PortsCase{"host:abc", ""},                       //
-                                           PortsCase{":70000", ""},                         //
-                                           PortsCase{":", ""},                              //
-                                           PortsCase{":-1", ""},                            //
-                                           PortsCase{":123456", ""},                        //
-                                           PortsCase{"example.com:80", ""},                 //
+                         ::testing::Values(PortsCase{":9580", "9580"},                     //
+                                           PortsCase{"0.0.0.0:9580", "9580"},              //
+                                           PortsCase{"127.0.0.1:0", "127.0.0.1:0"},        //
+                                           PortsCase{"10.1.2.3:9580", "10.1.2.3:9580"},    //
+                                           PortsCase{"[::1]:9580", "[::1]:9580"},          //
+                                           PortsCase{"[::]:9580", "[::]:9580"},            //
+                                           PortsCase{"localhost:9580", "127.0.0.1:9580"},  //
+                                           PortsCase{":65535", "65535"},                   //
+                                           PortsCase{"9580", ""},                          //
+                                           PortsCase{"host:abc", ""},                      //
+                                           PortsCase{":70000", ""},                        //
+                                           PortsCase{":", ""},                             //
+                                           PortsCase{":-1", ""},                           //
+                                           PortsCase{":123456", ""},                       //
+                                           PortsCase{"example.com:80", ""},                //
                                            PortsCase{"[::1:80", ""}));
 
 // ---------------------------------------------------------------------------
@@ -326,8 +325,8 @@ TEST_F(HttpServerTest, HeadSendsHeadersWithoutBody) {
 
 TEST_F(HttpServerTest, ContentLengthAboveTheLimitIs413) {
   // Headers only: the server must refuse on the announced length alone.
-  const RawResponse response = Exchange(
-      port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n");
+  const RawResponse response =
+      Exchange(port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(response.status, 413);
   EXPECT_THAT(response.body, Not(HasSubstr("method=")));
 }
@@ -345,9 +344,9 @@ TEST_F(HttpServerTest, ChunkedBodyAboveTheLimitIs413) {
   const std::string chunk(2 * kMaxBody, 'y');
   char size[16];
   std::snprintf(size, sizeof(size), "%zx", chunk.size());
-  const RawResponse response =
-      Exchange(port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
-                          std::string(size) + "\r\n" + chunk + "\r\n0\r\n\r\n");
+  const RawResponse response = Exchange(
+      port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+                 std::string(size) + "\r\n" + chunk + "\r\n0\r\n\r\n");
   EXPECT_EQ(response.status, 413);
 }
 

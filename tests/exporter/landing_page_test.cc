@@ -1,11 +1,11 @@
 #include "hostperf/exporter/landing_page.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "hostperf/probes/probe.h"
 
@@ -73,7 +73,9 @@ std::vector<ProbeStatus> AllKindsOfStatus() {
   return probes;
 }
 
-std::string Render() { return RenderLandingPage(AllKindsOfStatus(), "/custom/metrics", "/etc/hostperf/<x>.toml", kNow); }
+std::string Render() {
+  return RenderLandingPage(AllKindsOfStatus(), "/custom/metrics", "/etc/hostperf/<x>.toml", kNow);
+}
 
 TEST(RenderLandingPageTest, IsACompleteHtmlDocument) {
   const std::string html = Render();
@@ -91,15 +93,15 @@ TEST(RenderLandingPageTest, ListsEveryProbe) {
 
 TEST(RenderLandingPageTest, ShowsEachKindOfStatus) {
   const std::string html = Render();
-  EXPECT_THAT(html, HasSubstr("not yet"));                     // never run
-  EXPECT_THAT(html, HasSubstr("<td class=ok>ok</td>"));        // succeeded
-  EXPECT_THAT(html, HasSubstr("42.000s ago"));                 // when
-  EXPECT_THAT(html, HasSubstr("1.500s"));                      // how long
-  EXPECT_THAT(html, HasSubstr("skipped: budget_exhausted"));   // skipped
-  EXPECT_THAT(html, HasSubstr("disabled"));                    // disabled
-  EXPECT_THAT(html, HasSubstr("<td>running</td>"));            // running
-  EXPECT_THAT(html, HasSubstr("in 90.000s"));                  // next run
-  EXPECT_THAT(html, HasSubstr("every 5min"));                  // schedule
+  EXPECT_THAT(html, HasSubstr("not yet"));                    // never run
+  EXPECT_THAT(html, HasSubstr("<td class=ok>ok</td>"));       // succeeded
+  EXPECT_THAT(html, HasSubstr("42.000s ago"));                // when
+  EXPECT_THAT(html, HasSubstr("1.500s"));                     // how long
+  EXPECT_THAT(html, HasSubstr("skipped: budget_exhausted"));  // skipped
+  EXPECT_THAT(html, HasSubstr("disabled"));                   // disabled
+  EXPECT_THAT(html, HasSubstr("<td>running</td>"));           // running
+  EXPECT_THAT(html, HasSubstr("in 90.000s"));                 // next run
+  EXPECT_THAT(html, HasSubstr("every 5min"));                 // schedule
 }
 
 TEST(RenderLandingPageTest, EscapesFailureReasonMessageAndConfigSource) {

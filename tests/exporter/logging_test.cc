@@ -1,11 +1,11 @@
 #include "hostperf/exporter/logging.h"
 
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
 
 namespace hostperf::exporter {
 namespace {

@@ -3,20 +3,19 @@
 // Helpers shared by the exporter tests to look up samples in collected
 // metric families.
 
+#include <prometheus/metric_family.h>
+#include <prometheus/metric_type.h>
+
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <prometheus/metric_family.h>
-#include <prometheus/metric_type.h>
-
 namespace hostperf::exporter::test_util {
 
 // The value of the first sample of family `name` whose labels include every
 // pair of `labels` (a subset match). Counters, gauges and untyped only.
-inline std::optional<double> SampleValue(const std::vector<prometheus::MetricFamily>& families,
-                                         const std::string& name,
+inline std::optional<double> SampleValue(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
                                          const std::map<std::string, std::string>& labels = {}) {
   for (const prometheus::MetricFamily& family : families) {
     if (family.name != name) continue;

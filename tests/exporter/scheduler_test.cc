@@ -1,11 +1,17 @@
 #include "hostperf/exporter/scheduler.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -15,14 +21,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <filesystem>
-#include <fstream>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <prometheus/registry.h>
 
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/clock.h"
@@ -94,10 +94,10 @@ struct RunLog {
 class FakeProbe final : public probes::Probe {
  public:
   enum class Behavior {
-    kReturnOutcome,        // returns outcome() at once
-    kBlockUntilCancelled,  // waits for context.Cancelled() only
-    kBlockUntilShouldStop, // waits for context.ShouldStop() (cancel or deadline)
-    kThrow,                // throws std::runtime_error
+    kReturnOutcome,         // returns outcome() at once
+    kBlockUntilCancelled,   // waits for context.Cancelled() only
+    kBlockUntilShouldStop,  // waits for context.ShouldStop() (cancel or deadline)
+    kThrow,                 // throws std::runtime_error
   };
 
   FakeProbe(std::string name, Slot slot, FakeClock& clock, RunLog& log)

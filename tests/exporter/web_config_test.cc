@@ -1,6 +1,8 @@
 #include "hostperf/exporter/web_config.h"
 
 #include <crypt.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 
@@ -9,9 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "../common/test_pki.h"
 #include "../probes/temp_dir.h"
@@ -64,8 +63,11 @@ TEST(WebConfigParse, ReadsEveryKeyAndResolvesRelativePathsAgainstTheFile) {
       "    Strict-Transport-Security: max-age=31536000\n"
       "    X-Frame-Options: deny\n"
       "basic_auth_users:\n"
-      "  alice: " + hash + "\n"
-      "  bob: " + hash + "\n",
+      "  alice: " +
+          hash +
+          "\n"
+          "  bob: " +
+          hash + "\n",
       "/etc/hostperf/web.yml");
   ASSERT_TRUE(config.ok()) << config.error();
   ASSERT_TRUE(config->tls);
@@ -313,9 +315,7 @@ HttpRequest WithAuthorization(const std::string& value) {
 // base64 of "user:password" via OpenSSL, as a client would send it.
 class WebSecurityTest : public ::testing::Test {
  protected:
-  std::filesystem::path Write(const std::string& content) {
-    return WriteFile(dir_.path() / "web.yml", content);
-  }
+  std::filesystem::path Write(const std::string& content) { return WriteFile(dir_.path() / "web.yml", content); }
   TempDir dir_;
 };
 
@@ -326,8 +326,12 @@ TEST_F(WebSecurityTest, BasicAuthGatesWithChallengeAndCachesSuccess) {
   WebSecurity& web = **security;
   EXPECT_FALSE(web.tls_enabled());
 
-  const std::vector<std::string> bad = {"",           hostperf::testing::BasicAuthorization("alice", "wrong"), hostperf::testing::BasicAuthorization("mallory", "s3cret"),
-                                        "Bearer abc", "Basic !!!!",            "Basic YWxpY2U="};
+  const std::vector<std::string> bad = {"",
+                                        hostperf::testing::BasicAuthorization("alice", "wrong"),
+                                        hostperf::testing::BasicAuthorization("mallory", "s3cret"),
+                                        "Bearer abc",
+                                        "Basic !!!!",
+                                        "Basic YWxpY2U="};
   for (const std::string& header : bad) {
     const auto denied = web.Authorize(WithAuthorization(header));
     ASSERT_TRUE(denied) << header;
@@ -341,7 +345,8 @@ TEST_F(WebSecurityTest, BasicAuthGatesWithChallengeAndCachesSuccess) {
 
   EXPECT_FALSE(web.Authorize(WithAuthorization(hostperf::testing::BasicAuthorization("alice", "s3cret"))));
   EXPECT_EQ(web.cache().size(), 1u);
-  EXPECT_FALSE(web.Authorize(WithAuthorization("basic " + hostperf::testing::BasicAuthorization("alice", "s3cret").substr(6))));  // scheme case
+  EXPECT_FALSE(web.Authorize(WithAuthorization(
+      "basic " + hostperf::testing::BasicAuthorization("alice", "s3cret").substr(6))));  // scheme case
   EXPECT_EQ(web.cache().size(), 1u);
   EXPECT_EQ(web.auth_failures(), 6u);
 }
@@ -371,7 +376,8 @@ TEST_F(WebSecurityTest, ReloadSwapsUsersAndKeepsTheOldConfigOnErrors) {
   const auto failed = web.Reload();
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.error(), HasSubstr("is not a bcrypt hash"));
-  EXPECT_FALSE(web.Authorize(WithAuthorization(hostperf::testing::BasicAuthorization("bob", "b"))));  // the old users still apply
+  EXPECT_FALSE(web.Authorize(
+      WithAuthorization(hostperf::testing::BasicAuthorization("bob", "b"))));  // the old users still apply
 
   const auto families = web.Collect();
   ASSERT_EQ(families.size(), 2u);
@@ -409,7 +415,8 @@ TEST_F(WebSecurityTest, WatcherPicksUpAChangedFile) {
   WriteFile(dir_.path() / "next.yml", "basic_auth_users:\n  bob: " + Bcrypt("b") + "\n");
   std::filesystem::rename(dir_.path() / "next.yml", path);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (web.Authorize(WithAuthorization(hostperf::testing::BasicAuthorization("bob", "b"))) && std::chrono::steady_clock::now() < until) {
+  while (web.Authorize(WithAuthorization(hostperf::testing::BasicAuthorization("bob", "b"))) &&
+         std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_FALSE(web.Authorize(WithAuthorization(hostperf::testing::BasicAuthorization("bob", "b"))));

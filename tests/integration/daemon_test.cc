@@ -1,6 +1,8 @@
 // The real hostperf_exporter and hostperf binaries, started as processes on
 // port 0 and used over HTTP and signals as an operator would.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -15,9 +17,6 @@
 #include <string>
 #include <thread>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "process_harness.h"
 
 namespace hostperf::testing {
@@ -30,9 +29,11 @@ using ::testing::MatchesRegex;
 
 // A config that runs the cpu probe soon and often, with state in `dir`.
 std::string FastConfig(const TempDir& dir, const std::string& cpu_interval = "3s") {
-  return "state_directory = \"" + dir.path() + "/state\"\n"
+  return "state_directory = \"" + dir.path() +
+         "/state\"\n"
          "[scheduler]\nfirst_run_splay = \"1s\"\n"
-         "[probes.cpu]\ninterval = \"" + cpu_interval + "\"\ntimeout = \"" + cpu_interval + "\"\n";
+         "[probes.cpu]\ninterval = \"" +
+         cpu_interval + "\"\ntimeout = \"" + cpu_interval + "\"\n";
 }
 
 // The value of the first sample whose name and labels start with `series`.

@@ -5,6 +5,8 @@
 //
 // No test here needs systemd as PID 1: `systemd-analyze verify` and
 // `security --offline=yes` read unit files only.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,9 +19,6 @@
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "process_harness.h"
 

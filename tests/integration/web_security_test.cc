@@ -1,6 +1,8 @@
 // --web.config.file against the real hostperf_exporter on port 0: TLS scrapes
 // with curl, mutual TLS, basic auth, a malformed file at start and a changed
 // file picked up while running. Certificates are made at test time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
 
 #include <chrono>
@@ -10,9 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "../common/test_pki.h"
 #include "process_harness.h"
@@ -29,7 +28,8 @@ constexpr const char* kBobHash = "$2b$04$/sTYSzqLMiPKEnkC5db.DuyMAeZcw480CVPCOsC
 
 // No probes: these tests are about the HTTP front door.
 std::string QuietConfig(const TempDir& dir) {
-  return "state_directory = \"" + dir.path() + "/state\"\n"
+  return "state_directory = \"" + dir.path() +
+         "/state\"\n"
          "[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
          "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\n";
 }
@@ -204,10 +204,9 @@ TEST_F(WebSecurityTest, MalformedWebConfigRefusesToStartWithAClearMessage) {
   };
   for (const auto& c : cases) {
     const std::string web = dir_.Write("web.yml", c.web_config);
-    const auto result = RunCommand(HOSTPERF_EXPORTER_BIN,
-                                   {"--config.file=" + config_, "--web.config.file=" + web,
-                                    "--web.listen-address=127.0.0.1:0"},
-                                   seconds(30));
+    const auto result = RunCommand(
+        HOSTPERF_EXPORTER_BIN,
+        {"--config.file=" + config_, "--web.config.file=" + web, "--web.listen-address=127.0.0.1:0"}, seconds(30));
     EXPECT_EQ(result.status, 1) << c.web_config;
     EXPECT_THAT(result.err, HasSubstr("hostperf_exporter: " + web + c.message)) << c.web_config;
   }

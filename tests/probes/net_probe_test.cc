@@ -137,7 +137,7 @@ TEST_F(NetProbeTest, FullRunTablesAndBadHosts) {
   EXPECT_EQ(failed.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(failed.reason, "bad_hosts");
   ASSERT_EQ(failed.result["bad_hosts"].size(), 1u) << failed.result.dump();  // only the dead one
-  EXPECT_FALSE(failed.result["tests"].contains("latency"));  // nothing ran
+  EXPECT_FALSE(failed.result["tests"].contains("latency"));                  // nothing ran
   bad["ignore_bad_hosts"] = true;
   const auto ignored = probe_->Run(Context(RunMode::kFull, bad));
   ASSERT_EQ(ignored.status, ProbeOutcome::Status::kSuccess) << ignored.message << ": " << ignored.result.dump();

@@ -266,9 +266,9 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   ProbeOutcome Run(const RunContext& ctx) override {
-    return RunExclusive(run_mutex_, Name(), [&] { return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx); });
+    return RunExclusive(run_mutex_, Name(),
+                        [&] { return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx); });
   }
-
 
  private:
   void OnRequest(std::string_view type) override { requests_.Add({{"type", std::string(type)}}).Increment(); }

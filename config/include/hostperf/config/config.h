@@ -76,12 +76,12 @@ struct DiskProbeConfig {
   ProbeSchedule schedule{true, 15min, 5min};
   std::vector<std::string> directories;  // empty: <state_directory>/disk
   std::uint64_t bytes_per_run = 64 * kMiB;
-  std::uint32_t threads = 1;                  // scheduled runs (full runs: all online CPUs)
+  std::uint32_t threads = 1;  // scheduled runs (full runs: all online CPUs)
   std::uint32_t files_per_thread = 1;
-  std::uint64_t max_buffer_size = 1 * kMiB;   // bytes per read/write
+  std::uint64_t max_buffer_size = 1 * kMiB;  // bytes per read/write
   bool disable_direct_io = false;
   bool disable_crc = false;
-  std::uint64_t reserve = 1 * kGiB;           // free space left untouched beyond the files
+  std::uint64_t reserve = 1 * kGiB;  // free space left untouched beyond the files
 };
 
 struct NetProbeConfig {
@@ -100,7 +100,7 @@ struct NetProbeConfig {
   // within budget.net_bytes_per_hour.
   Duration throughput_duration = 250ms;
   std::uint64_t throughput_rate = 32 * kMiB;  // bytes per second
-  std::uint32_t udp_datagram_size = 8192;  // bytes, 64 to 65000
+  std::uint32_t udp_datagram_size = 8192;     // bytes, 64 to 65000
   // Responder: TCP connections at once (also the connection test's maximum)
   // and UDP requests per second per source address.
   std::uint32_t max_connections = 64;
@@ -136,9 +136,8 @@ Result<Config> LoadFile(const std::filesystem::path& path);
 // $STATE_DIRECTORY (systemd's StateDirectory=), else /var/lib/hostperf if it
 // is writable (or creatable), else ./hostperf-state. A configured
 // state_directory wins. `getenv` and `writable` are seams for tests.
-std::filesystem::path ResolveStateDirectory(
-    const Config& config,
-    const std::function<std::optional<std::string>(const char*)>& getenv = {},
-    const std::function<bool(const std::filesystem::path&)>& writable = {});
+std::filesystem::path ResolveStateDirectory(const Config& config,
+                                            const std::function<std::optional<std::string>(const char*)>& getenv = {},
+                                            const std::function<bool(const std::filesystem::path&)>& writable = {});
 
 }  // namespace hostperf::config

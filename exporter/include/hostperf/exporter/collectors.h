@@ -1,13 +1,13 @@
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <chrono>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 #include "hostperf/probes/host_facts.h"
 #include "hostperf/probes/system_roots.h"

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -9,9 +12,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 
 #include "hostperf/config/config.h"
 #include "hostperf/exporter/clock.h"

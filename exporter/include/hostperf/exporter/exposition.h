@@ -1,11 +1,11 @@
 #pragma once
 
+#include <prometheus/collectable.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <prometheus/collectable.h>
 
 #include "hostperf/config/result.h"
 #include "hostperf/exporter/http_server.h"

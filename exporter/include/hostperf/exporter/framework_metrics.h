@@ -1,13 +1,13 @@
 #pragma once
 
-#include <chrono>
-#include <string>
-#include <string_view>
-
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
 
 #include "hostperf/probes/probe.h"
 

@@ -119,8 +119,8 @@ class RunManager {
   std::atomic<bool> cancel_{false};
   unsigned long sequence_ = 0;
   std::map<std::string, double> finished_counts_;  // final state -> runs since start
-  std::optional<std::string> pending_history_;  // the newest unwritten snapshot
-  std::mutex write_mu_;                         // one history write at a time; taken before mu_
+  std::optional<std::string> pending_history_;     // the newest unwritten snapshot
+  std::mutex write_mu_;                            // one history write at a time; taken before mu_
   std::thread worker_;
 };
 

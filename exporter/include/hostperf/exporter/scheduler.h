@@ -84,8 +84,8 @@ class Scheduler {
     std::optional<probes::ProbeOutcome> last_outcome;
   };
 
-  std::chrono::nanoseconds JitteredInterval(std::chrono::nanoseconds interval);   // needs mu_
-  std::chrono::nanoseconds FirstRunDelay(std::chrono::nanoseconds interval);      // needs mu_
+  std::chrono::nanoseconds JitteredInterval(std::chrono::nanoseconds interval);  // needs mu_
+  std::chrono::nanoseconds FirstRunDelay(std::chrono::nanoseconds interval);     // needs mu_
   // Runs one probe on a worker thread, heartbeating while it runs.
   probes::ProbeOutcome Execute(probes::Probe& probe, const config::ProbeSchedule& schedule,
                                std::shared_ptr<const config::Config> config);

@@ -1,5 +1,8 @@
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,9 +16,6 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 #include "hostperf/config/result.h"
 #include "hostperf/exporter/http_server.h"

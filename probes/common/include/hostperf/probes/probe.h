@@ -2,17 +2,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <functional>
-#include <exception>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
-
-#include <nlohmann/json.hpp>
 
 #include "hostperf/config/config.h"
 #include "hostperf/probes/impact_budget.h"
@@ -62,12 +61,13 @@ struct RunContext {
 struct ProbeOutcome {
   enum class Status { kSuccess, kFailure, kSkipped };
   Status status = Status::kSuccess;
-  std::string reason;   // "" on success; e.g. "checksum_mismatch", "no_space"
-  std::string message;  // human-readable detail for the log
+  std::string reason;                                // "" on success; e.g. "checksum_mismatch", "no_space"
+  std::string message;                               // human-readable detail for the log
   nlohmann::json result = nlohmann::json::object();  // same fields as the CLI's JSON
 
   static ProbeOutcome Success(nlohmann::json result);
-  static ProbeOutcome Failure(std::string reason, std::string message, nlohmann::json result = nlohmann::json::object());
+  static ProbeOutcome Failure(std::string reason, std::string message,
+                              nlohmann::json result = nlohmann::json::object());
   static ProbeOutcome Skipped(std::string reason, std::string message);
 };
 
