@@ -41,7 +41,6 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kSecret = "fault-net-test-shared-secret-0123456789";
 constexpr int kPacketsPerCycle = 5;
 
-std::uint16_t FreePort() { return static_cast<std::uint16_t>(FreeLoopbackPort()); }
 std::string Loopback(std::uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 std::string Series(const std::string& family, const std::string& peer) { return family + "{peer=\"" + peer + "\"}"; }
 double Value(const std::string& metrics, const std::string& series) { return Sample(metrics, series).value_or(-1); }
@@ -195,7 +194,7 @@ class NetFaultTest : public ::testing::Test {
 // --- a peer that stops answering ----------------------------------------------
 
 TEST_F(NetFaultTest, PeerThatStopsAnsweringMidRunIsDownWhileTheHealthyPeerIsProbed) {
-  const std::uint16_t ports[3] = {FreePort(), FreePort(), FreePort()};
+  const std::uint16_t ports[3] = {FreeLoopbackPort(), FreeLoopbackPort(), FreeLoopbackPort()};
   Daemon healthy(dir_, Responder("healthy", ports[1]));
   Daemon stopped(dir_, Responder("stopped", ports[2]));
   Daemon prober(dir_, Prober("prober", ports[0], {Loopback(ports[1]), Loopback(ports[2])}));
@@ -320,7 +319,7 @@ class GarbagePeer {
 };
 
 TEST_F(NetFaultTest, PeerAnsweringGarbageIsDownAndNeverBreaksTheProber) {
-  const std::uint16_t ports[3] = {FreePort(), FreePort(), FreePort()};
+  const std::uint16_t ports[3] = {FreeLoopbackPort(), FreeLoopbackPort(), FreeLoopbackPort()};
   GarbagePeer garbage(ports[2]);
   ASSERT_TRUE(garbage.ok());
   const std::string bad = Loopback(ports[2]);
@@ -438,7 +437,7 @@ TEST_F(NetFaultTest, PeerBehindAFirewallRuleInANetworkNamespace) {
   }
   Namespace ns;
   if (!ns.ok()) GTEST_SKIP() << "cannot set up a network namespace here: " << ns.error();
-  const std::uint16_t ports[3] = {FreePort(), FreePort(), FreePort()};
+  const std::uint16_t ports[3] = {FreeLoopbackPort(), FreeLoopbackPort(), FreeLoopbackPort()};
   const std::string walled = ns.peer_address() + ":" + std::to_string(ports[2]);
   DaemonSpec inside_spec = Responder("inside", ports[2]);
   inside_spec.bind_address = ns.peer_address();
@@ -525,7 +524,7 @@ FloodResult UdpFlood(std::uint16_t port, int sources, int per_second, std::chron
 }
 
 TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) {
-  const std::uint16_t ports[2] = {FreePort(), FreePort()};
+  const std::uint16_t ports[2] = {FreeLoopbackPort(), FreeLoopbackPort()};
   Daemon healthy(dir_, Responder("healthy", ports[1]));
   Daemon target(dir_, Prober("target", ports[0], {Loopback(ports[1])}));
   WaitUp(target, {Loopback(ports[1])});

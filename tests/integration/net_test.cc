@@ -34,8 +34,6 @@ namespace net = hostperf::probes::net;
 
 constexpr const char* kSecret = "integration-test-shared-secret-0123456789";
 
-std::uint16_t FreePort() { return static_cast<std::uint16_t>(FreeLoopbackPort()); }
-
 std::string Peer(std::uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
 std::optional<double> Sample(const std::string& exposition, const std::string& series) {
@@ -118,7 +116,7 @@ class NetIntegrationTest : public ::testing::Test {
 };
 
 TEST_F(NetIntegrationTest, ThreeDaemonsProbeEachOtherAndSeeOneDie) {
-  const std::uint16_t ports[3] = {FreePort(), FreePort(), FreePort()};
+  const std::uint16_t ports[3] = {FreeLoopbackPort(), FreeLoopbackPort(), FreeLoopbackPort()};
   std::vector<std::unique_ptr<NetDaemon>> daemons;
   for (int i = 0; i < 3; ++i) {
     std::vector<std::uint16_t> peers;
@@ -159,7 +157,7 @@ TEST_F(NetIntegrationTest, ThreeDaemonsProbeEachOtherAndSeeOneDie) {
 }
 
 TEST_F(NetIntegrationTest, BadHmacGetsNoReplyAndSecondThroughputClientGetsBusy) {
-  const std::uint16_t port = FreePort();
+  const std::uint16_t port = FreeLoopbackPort();
   NetDaemon daemon(dir_, "d", port, {port}, "enabled = false\n");  // responder only
   ASSERT_GT(daemon.HttpPort(), 0);
   const auto address = *net::ParseNumericAddress("127.0.0.1", port);
@@ -213,8 +211,8 @@ std::uint32_t PingsAnswered(std::uint16_t port, const net::Secret& secret) {
 }
 
 TEST_F(NetIntegrationTest, ResponderRecoversFromAPortInUseAndMovesOnReload) {
-  const std::uint16_t first = FreePort();
-  const std::uint16_t second = FreePort();
+  const std::uint16_t first = FreeLoopbackPort();
+  const std::uint16_t second = FreeLoopbackPort();
   ASSERT_NE(first, second);
   // Another process holds the UDP port: the responder cannot start.
   // CLOEXEC: the daemon must not inherit the blocker and hold the port itself.
@@ -255,8 +253,8 @@ TEST_F(NetIntegrationTest, ResponderRecoversFromAPortInUseAndMovesOnReload) {
 }
 
 TEST_F(NetIntegrationTest, CliAgainstTwoDaemonsPrintsBothTables) {
-  const std::uint16_t a = FreePort();
-  const std::uint16_t b = FreePort();
+  const std::uint16_t a = FreeLoopbackPort();
+  const std::uint16_t b = FreeLoopbackPort();
   NetDaemon first(dir_, "a", a, {b}, "enabled = false\n");
   NetDaemon second(dir_, "b", b, {a}, "enabled = false\n");
   ASSERT_GT(first.HttpPort(), 0);

@@ -205,7 +205,7 @@ int EphemeralPortsStart() {
 
 }  // namespace
 
-int FreeLoopbackPort() {
+std::uint16_t FreeLoopbackPort() {
   // Chosen below the ephemeral range: between this check and the daemon's
   // bind, another test's outgoing connection cannot take the port, as it can
   // take one the kernel handed out for bind(0).
@@ -214,7 +214,7 @@ int FreeLoopbackPort() {
   std::uniform_int_distribution<int> pick(std::max(1024, high - 12000), high);
   for (int attempt = 0; attempt < 200; ++attempt) {
     const int port = pick(rng);
-    if (LoopbackPortIsFree(port)) return port;
+    if (LoopbackPortIsFree(port)) return static_cast<std::uint16_t>(port);
   }
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,7 +60,7 @@ std::optional<HttpReply> HttpRequest(int port, const std::string& method, const 
                                      const std::string& body = "");
 
 // A port free for both TCP and UDP on 127.0.0.1 right now (0 if none found).
-int FreeLoopbackPort();
+std::uint16_t FreeLoopbackPort();
 
 // A fresh temporary directory, removed with its contents on destruction.
 class TempDir {

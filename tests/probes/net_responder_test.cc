@@ -2,7 +2,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -71,13 +71,16 @@ class NetResponderTest : public ::testing::Test {
 
   static bool Never() { return false; }
 
-  // The responder counts on its own thread: waits until it has counted
-  // `at_least` drops for `reason` (or 10 s), then returns the count.
-  int DropsOnceAtLeast(const std::string& reason, int at_least) {
+  // The responder counts on its own thread: polls until `condition` holds
+  // (or 10 s).
+  static void WaitUntil(const std::function<bool()>& condition) {
     const auto patience = std::chrono::steady_clock::now() + 10s;
-    while (observer_.Drops(reason) < at_least && std::chrono::steady_clock::now() < patience) {
-      std::this_thread::sleep_for(5ms);
-    }
+    while (!condition() && std::chrono::steady_clock::now() < patience) std::this_thread::sleep_for(5ms);
+  }
+
+  // The count of drops for `reason` once it has reached `at_least` (or 10 s).
+  int DropsOnceAtLeast(const std::string& reason, int at_least) {
+    WaitUntil([&] { return observer_.Drops(reason) >= at_least; });
     return observer_.Drops(reason);
   }
 
@@ -235,10 +238,7 @@ TEST_F(NetResponderTest, SecondThroughputClientGetsBusy) {
   });
   // The first session is accepted before the second asks (a fixed sleep
   // lost that race on a loaded machine).
-  const auto patience = std::chrono::steady_clock::now() + 10s;
-  while (observer_.Requests("session_start") == 0 && std::chrono::steady_clock::now() < patience) {
-    std::this_thread::sleep_for(5ms);
-  }
+  WaitUntil([&] { return observer_.Requests("session_start") > 0; });
   EXPECT_EQ(observer_.Requests("session_start"), 1);
   ThroughputOptions options;
   options.duration = 100ms;
