@@ -4,7 +4,7 @@
 #include <string>
 
 #include "hostperf/config/units.h"
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/exporter/verdicts.h"
 #include "hostperf/probes/build_info.h"
 

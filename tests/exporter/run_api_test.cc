@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/exporter/run_manager.h"
 
 namespace hostperf::exporter {

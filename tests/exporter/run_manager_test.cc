@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/exporter/full_run.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/probes/state_file.h"

@@ -13,7 +13,7 @@
 #include <system_error>
 #include <vector>
 
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/exporter/full_run.h"
 #include "hostperf/exporter/run_api.h"
 #include "hostperf/exporter/run_manager.h"

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/config/units.h"
 
 namespace hostperf::config {

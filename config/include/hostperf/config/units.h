@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 
 namespace hostperf::config {
 

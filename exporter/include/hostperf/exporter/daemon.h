@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hostperf/config/config.h"
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/http_server.h"
 #include "hostperf/exporter/run_api.h"

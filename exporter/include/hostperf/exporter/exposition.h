@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/exporter/http_server.h"
 
 namespace hostperf::exporter {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "hostperf/config/config.h"
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {

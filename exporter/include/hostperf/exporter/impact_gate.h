@@ -7,7 +7,7 @@
 #include <string>
 
 #include "hostperf/config/config.h"
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/probes/impact_budget.h"
 
 namespace prometheus {

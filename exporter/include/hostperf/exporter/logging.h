@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 
 namespace hostperf::exporter {
 

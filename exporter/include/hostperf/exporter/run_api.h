@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/exporter/http_server.h"
 #include "hostperf/exporter/run_manager.h"
 

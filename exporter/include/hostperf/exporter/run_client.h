@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {

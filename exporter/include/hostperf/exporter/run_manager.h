@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "hostperf/config/config.h"
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/probes/probe.h"
 
 namespace prometheus {

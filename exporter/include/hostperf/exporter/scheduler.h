@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "hostperf/config/config.h"
-#include "hostperf/exporter/clock.h"
+#include "hostperf/base/clock.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/impact_gate.h"
 #include "hostperf/probes/probe.h"

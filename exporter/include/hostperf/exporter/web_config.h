@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 
 struct ssl_ctx_st;
 

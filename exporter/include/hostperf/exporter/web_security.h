@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/exporter/http_server.h"
 #include "hostperf/exporter/web_config.h"
 

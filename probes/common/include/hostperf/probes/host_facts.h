@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/probes/system_roots.h"
 
 namespace hostperf::probes {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::probes::check {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::probes::disk {

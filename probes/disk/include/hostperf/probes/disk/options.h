@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 
 namespace hostperf::probes::disk {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hostperf/config/result.h"
+#include "hostperf/base/result.h"
 #include "hostperf/probes/memory/stream.h"
 #include "hostperf/probes/probe.h"
 

@@ -6,7 +6,7 @@
 #include <ctime>
 #include <string>
 
-namespace hostperf::exporter {
+namespace hostperf {
 
 // Time seam: the scheduler and the framework metrics read time only here, so
 // tests drive them with a fake clock.
@@ -35,4 +35,4 @@ inline std::string FormatUtc(double unix_seconds, const char* format) {
   return std::string(buffer, std::strftime(buffer, sizeof(buffer), format, &utc));
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf
