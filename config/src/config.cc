@@ -12,6 +12,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <tuple>
@@ -84,39 +86,29 @@ struct Issue {
   std::string message;
 };
 
-struct Field {
-  std::string_view name;
-  std::function<void(const toml::node& node, const std::string& path)> read;
-};
-using Fields = std::vector<Field>;
-
-// Lower bound on a duration or size; `inclusive` false means "greater than".
-struct LowerBound {
-  std::uint64_t value;
-  bool inclusive;
-};
-
-struct NumberRange {
-  double low;
-  double high;
-  bool low_inclusive;
-  std::string_view text;  // as shown in messages, e.g. "[0, 0.5]"
-};
-
 // Remembers whether a key was present and valid, for cross-field checks.
 struct Seen {
   const toml::node* node = nullptr;
   bool valid = false;
 };
 
-constexpr LowerBound kAnyDuration{0, true};
-constexpr LowerBound kPositive{0, false};
 constexpr LowerBound kAtLeastOneSecond{std::chrono::nanoseconds(1s).count(), true};
 constexpr LowerBound kAtLeastOneByte{1, true};
 
+}  // namespace
+
+namespace detail {
+
+struct Field {
+  std::string name;
+  std::function<void(const toml::node& node, const std::string& path)> read;
+};
+using Fields = std::vector<Field>;
+
 class Loader {
  public:
-  explicit Loader(std::string_view source) : source_(source) {}
+  friend class config::Schema;
+  Loader(std::string_view source, std::span<const SectionSchema> sections) : source_(source), sections_(sections) {}
 
   void ReadRoot(const toml::table& root, Config* c) {
     const Fields fields = {
@@ -136,24 +128,7 @@ class Loader {
                     DurationField("first_run_splay", &c->scheduler.first_run_splay, kAnyDuration),
                     Number("jitter", &c->scheduler.jitter, {0, 0.5, true, "[0, 0.5]"}),
                 }),
-        Section(
-            "probes",
-            {
-                Probe("cpu", &c->probes.cpu.schedule, CpuFields(&c->probes.cpu)),
-                Probe("memory", &c->probes.memory.schedule, {Size("memory_budget", &c->probes.memory.memory_budget)}),
-                Probe("disk", &c->probes.disk.schedule,
-                      {
-                          StringList("directories", &c->probes.disk.directories),
-                          Size("bytes_per_run", &c->probes.disk.bytes_per_run),
-                          Uint("threads", &c->probes.disk.threads, 1, 1024),
-                          Uint("files_per_thread", &c->probes.disk.files_per_thread, 1, 64),
-                          Size("max_buffer_size", &c->probes.disk.max_buffer_size),
-                          Bool("disable_direct_io", &c->probes.disk.disable_direct_io),
-                          Bool("disable_crc", &c->probes.disk.disable_crc),
-                          Size("reserve", &c->probes.disk.reserve),
-                      }),
-                Probe("net", &c->probes.net.schedule, NetFields(&c->probes.net)),
-            }),
+        Section("probes", ProbeSections(c)),
     };
     ReadTable(root, "", fields);
   }
@@ -168,36 +143,16 @@ class Loader {
   }
 
  private:
-  Fields CpuFields(CpuProbeConfig* cpu) {
-    return {
-        Uint("calibration_runs", &cpu->calibration_runs, 1, 100),
-        Uint("throttle_samples", &cpu->throttle_samples, 1, 100000),
-        DurationField("low_load_gap", &cpu->low_load_gap, kAnyDuration),
-        DurationField("high_load_spin", &cpu->high_load_spin, kAnyDuration),
-        Baselines("baselines", &cpu->baselines),
-    };
-  }
-
-  Fields NetFields(NetProbeConfig* net) {
-    // One field per line reads as a schema.
-    // clang-format off
-    return {
-        String("bind_address", &net->bind_address),
-        Ports("ports", &net->ports),
-        String("secret_file", &net->secret_file),
-        StringList("peers", &net->peers),
-        String("peers_file", &net->peers_file),
-        Uint("max_peers_per_cycle", &net->max_peers_per_cycle, 1, 10000),
-        Uint("packets_per_cycle", &net->packets_per_cycle, 1, 100000),
-        DurationField("packet_interval", &net->packet_interval, kPositive),
-        DurationField("reply_timeout", &net->reply_timeout, kPositive),
-        DurationField("throughput_duration", &net->throughput_duration, kAnyDuration),
-        Size("throughput_rate", &net->throughput_rate),
-        Uint("udp_datagram_size", &net->udp_datagram_size, 64, 65000),
-        Uint("max_connections", &net->max_connections, 1, 100000),
-        Uint("rate_limit", &net->rate_limit, 1, 10000000),
-    };
-    // clang-format on
+  // One field per registered section: the shared schedule keys plus the
+  // section's own, declared by its module.
+  Fields ProbeSections(Config* c) {
+    Fields fields;
+    for (const SectionSchema& section : sections_) {
+      ProbeConfig& probe = c->probes.at(section.name);
+      // Written into a fresh copy: the defaults' object may be shared.
+      fields.push_back(Probe(section, &probe));
+    }
+    return fields;
   }
 
   void Fail(const toml::source_region& where, std::string message) {
@@ -224,7 +179,7 @@ class Loader {
   }
 
   Field Section(std::string_view name, Fields fields) {
-    return {name, [this, fields = std::move(fields)](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, fields = std::move(fields)](const toml::node& node, const std::string& path) {
               if (const toml::table* table = node.as_table()) {
                 ReadTable(*table, path, fields);
               } else {
@@ -234,10 +189,12 @@ class Loader {
   }
 
   // The schedule keys every probe shares, plus the probe's own fields.
-  Field Probe(std::string_view name, ProbeSchedule* schedule, Fields own) {
-    return {name, [this, schedule, own = std::move(own)](const toml::node& node, const std::string& path) {
+  Field Probe(const SectionSchema& section, ProbeConfig* probe) {
+    return {section.name, [this, &section, probe](const toml::node& node, const std::string& path) {
               const toml::table* table = node.as_table();
               if (table == nullptr) return WrongType(node, path, "a table");
+              ProbeSchedule* schedule = &probe->schedule;
+              std::shared_ptr<ProbeSection> settings = section.make_defaults();
               Seen interval;
               Seen timeout;
               Fields fields = {
@@ -245,8 +202,10 @@ class Loader {
                   DurationField("interval", &schedule->interval, kAtLeastOneSecond, &interval),
                   DurationField("timeout", &schedule->timeout, kPositive, &timeout),
               };
-              fields.insert(fields.end(), own.begin(), own.end());
+              Schema own(*this, fields);
+              section.declare(own, *settings);
               ReadTable(*table, path, fields);
+              probe->settings = std::move(settings);
 
               if (timeout.node == nullptr) {
                 // An operator who shortens only the interval should not have
@@ -262,7 +221,7 @@ class Loader {
   }
 
   Field String(std::string_view name, std::string* out) {
-    return {name, [this, out](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
               if (const auto* value = node.as_string()) {
                 *out = value->get();
               } else {
@@ -272,7 +231,7 @@ class Loader {
   }
 
   Field Bool(std::string_view name, bool* out) {
-    return {name, [this, out](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
               if (const auto* value = node.as_boolean()) {
                 *out = value->get();
               } else {
@@ -282,7 +241,7 @@ class Loader {
   }
 
   Field Uint(std::string_view name, std::uint32_t* out, std::uint32_t low, std::uint32_t high) {
-    return {name, [this, out, low, high](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out, low, high](const toml::node& node, const std::string& path) {
               const auto* value = node.as_integer();
               if (value == nullptr) return WrongType(node, path, "an integer");
               const std::int64_t v = value->get();
@@ -296,7 +255,7 @@ class Loader {
   }
 
   Field Number(std::string_view name, double* out, NumberRange range) {
-    return {name, [this, out, range](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out, range](const toml::node& node, const std::string& path) {
               double v = 0;
               if (const auto* f = node.as_floating_point()) {
                 v = f->get();
@@ -357,7 +316,7 @@ class Loader {
   }
 
   Field DurationField(std::string_view name, Duration* out, LowerBound bound, Seen* seen = nullptr) {
-    return {name, [this, out, bound, seen](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out, bound, seen](const toml::node& node, const std::string& path) {
               const auto d = ReadDuration(node, path, bound);
               if (d) *out = *d;
               if (seen != nullptr) *seen = {&node, d.has_value()};
@@ -365,14 +324,14 @@ class Loader {
   }
 
   Field Size(std::string_view name, std::uint64_t* out) {
-    return {name, [this, out](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
               const auto bytes = ReadQuantity(node, path, "a size string like \"64mb\"", ParseSize);
               if (bytes && CheckLowerBound(node, path, *bytes, kAtLeastOneByte, FormatSize)) *out = *bytes;
             }};
   }
 
   Field StringList(std::string_view name, std::vector<std::string>* out) {
-    return {name, [this, out](const toml::node& node, const std::string& path) {
+    return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
               const toml::array* array = node.as_array();
               if (array == nullptr) return WrongType(node, path, "an array of strings");
               std::vector<std::string> values;
@@ -387,8 +346,8 @@ class Loader {
             }};
   }
 
-  Field Ports(std::string_view name, std::vector<std::uint16_t>* out) {
-    return {name, [this, out](const toml::node& node, const std::string& path) {
+  Field PortList(std::string_view name, std::vector<std::uint16_t>* out) {
+    return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
               const toml::array* array = node.as_array();
               if (array == nullptr) return WrongType(node, path, "an array of port numbers");
               if (array->empty()) return Invalid(node, path, "must list at least one port");
@@ -410,12 +369,12 @@ class Loader {
             }};
   }
 
-  Field Baselines(std::string_view name, std::map<std::string, Duration>* out) {
-    return {name, [this, out](const toml::node& node, const std::string& path) {
+  Field DurationTable(std::string_view name, std::map<std::string, Duration>* out, LowerBound bound,
+                      std::string_view example) {
+    return {std::string(name),
+            [this, out, bound, example = std::string(example)](const toml::node& node, const std::string& path) {
               const toml::table* table = node.as_table();
-              if (table == nullptr) {
-                return WrongType(node, path, "a table like { \"0123abcd0123abcd\" = \"48ms\" }");
-              }
+              if (table == nullptr) return WrongType(node, path, "a table like " + example);
               // Keeps going after a bad entry: tables iterate in key order, and
               // the earliest one in the document should be the one reported.
               std::map<std::string, Duration> baselines;
@@ -424,7 +383,7 @@ class Loader {
                 if (key.str().empty()) {
                   Fail(key.source(), path + ": empty fingerprint");
                   valid = false;
-                } else if (const auto d = ReadDuration(value, JoinPath(path, key.str()), kPositive)) {
+                } else if (const auto d = ReadDuration(value, JoinPath(path, key.str()), bound)) {
                   baselines.emplace(key.str(), *d);
                 } else {
                   valid = false;
@@ -435,8 +394,13 @@ class Loader {
   }
 
   std::string source_;
+  std::span<const SectionSchema> sections_;
   std::vector<Issue> issues_;
 };
+
+}  // namespace detail
+
+namespace {
 
 // Reads a whole file; on failure returns the errno value.
 int ReadWholeFile(const std::filesystem::path& path, std::string* out) {
@@ -474,33 +438,75 @@ bool WritableOrCreatable(const std::filesystem::path& dir) {
 
 }  // namespace
 
-Config Defaults() { return Config{}; }
+Config Defaults(std::span<const SectionSchema> sections) {
+  Config config;
+  for (const SectionSchema& section : sections) {
+    config.probes[section.name] = ProbeConfig{section.schedule, section.make_defaults()};
+  }
+  return config;
+}
 
-Result<Config> LoadString(std::string_view text, std::string_view source) {
+const ProbeConfig& Config::Section(std::string_view name) const {
+  const auto it = probes.find(name);
+  if (it == probes.end() || it->second.settings == nullptr) {
+    throw std::logic_error("config has no [probes." + std::string(name) + "] section");
+  }
+  return it->second;
+}
+
+ProbeConfig& Config::Section(std::string_view name) {
+  return const_cast<ProbeConfig&>(std::as_const(*this).Section(name));
+}
+
+void Schema::String(std::string_view key, std::string* out) { fields_.push_back(loader_.String(key, out)); }
+void Schema::Bool(std::string_view key, bool* out) { fields_.push_back(loader_.Bool(key, out)); }
+void Schema::Uint(std::string_view key, std::uint32_t* out, std::uint32_t low, std::uint32_t high) {
+  fields_.push_back(loader_.Uint(key, out, low, high));
+}
+void Schema::Number(std::string_view key, double* out, NumberRange range) {
+  fields_.push_back(loader_.Number(key, out, range));
+}
+void Schema::Duration(std::string_view key, config::Duration* out, LowerBound bound) {
+  fields_.push_back(loader_.DurationField(key, out, bound));
+}
+void Schema::Size(std::string_view key, std::uint64_t* out) { fields_.push_back(loader_.Size(key, out)); }
+void Schema::StringList(std::string_view key, std::vector<std::string>* out) {
+  fields_.push_back(loader_.StringList(key, out));
+}
+void Schema::PortList(std::string_view key, std::vector<std::uint16_t>* out) {
+  fields_.push_back(loader_.PortList(key, out));
+}
+void Schema::DurationTable(std::string_view key, std::map<std::string, config::Duration>* out, LowerBound bound,
+                           std::string_view example) {
+  fields_.push_back(loader_.DurationTable(key, out, bound, example));
+}
+
+Result<Config> LoadString(std::string_view text, std::string_view source, std::span<const SectionSchema> sections) {
   try {
     const toml::table root = toml::parse(text, std::string_view(source));
-    Config config = Defaults();
+    Config config = Defaults(sections);
     config.source = std::string(source);
-    Loader loader(source);
+    detail::Loader loader(source, sections);
     loader.ReadRoot(root, &config);
-    if (auto error = loader.FirstError()) return Result<Config>::Error(std::move(*error));
+    if (auto error = loader.FirstError()) return Result<Config>::Error("bad_config", std::move(*error));
     return config;
   } catch (const toml::parse_error& e) {
     const toml::source_position where = e.source().begin;
-    return Result<Config>::Error(std::string(source) + ":" + std::to_string(where.line) + ":" +
-                                 std::to_string(where.column) + ": " + std::string(e.description()));
+    return Result<Config>::Error("bad_config", std::string(source) + ":" + std::to_string(where.line) + ":" +
+                                                   std::to_string(where.column) + ": " + std::string(e.description()));
   } catch (const std::exception& e) {
     // Only resource exhaustion is expected here; never let it cross the boundary.
-    return Result<Config>::Error(std::string(source) + ": " + e.what());
+    return Result<Config>::Error("bad_config", std::string(source) + ": " + e.what());
   }
 }
 
-Result<Config> LoadFile(const std::filesystem::path& path) {
+Result<Config> LoadFile(const std::filesystem::path& path, std::span<const SectionSchema> sections) {
   std::string text;
   if (const int error = ReadWholeFile(path, &text); error != 0) {
-    return Result<Config>::Error(path.string() + ": cannot read: " + std::generic_category().message(error));
+    return Result<Config>::Error("bad_config",
+                                 path.string() + ": cannot read: " + std::generic_category().message(error));
   }
-  return LoadString(text, path.string());
+  return LoadString(text, path.string(), sections);
 }
 
 std::filesystem::path ResolveStateDirectory(const Config& config,

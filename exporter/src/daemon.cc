@@ -113,9 +113,9 @@ Result<bool> Daemon::Start() {
   deps.roots = options_.roots;
   deps.state_directory = state_directory_;
   std::vector<probes::Probe*> scheduled;
-  for (const auto& registration : probes::AllProbes()) {
-    probes_.push_back(registration.factory(deps));
-    probes_.back()->StartServices(*config_);
+  for (const probes::ProbeModule* module : probes::AllProbes()) {
+    probes_.push_back(module->create(deps));
+    probes_.back()->StartServices(config_->Section(module->name));
     scheduled.push_back(probes_.back().get());
   }
   ImpactGateOptions gate_options;
@@ -200,8 +200,8 @@ void Daemon::Shutdown() {
 Result<bool> Daemon::Reload() {
   std::lock_guard reload_lock(reload_mu_);
   notifier_->Notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(MonotonicMicros()));
-  auto loaded =
-      options_.config_file ? config::LoadFile(*options_.config_file) : Result<config::Config>(config::Defaults());
+  auto loaded = options_.config_file ? probes::LoadConfigFile(*options_.config_file)
+                                     : Result<config::Config>(probes::DefaultConfig());
   if (!loaded) {
     reload_successful_->Set(0);
     spdlog::error("config reload failed, keeping the running config: {}", loaded.error());
@@ -225,7 +225,8 @@ Result<bool> Daemon::Reload() {
     config_ = next;
   }
   scheduler_->ApplyConfig(next);
-  for (const auto& probe : probes_) probe->StartServices(*next);  // e.g. the responder's ports or secret
+  // e.g. the responder's ports or secret
+  for (const auto& probe : probes_) probe->StartServices(next->Section(probe->Name()));
   run_api_->SetToken(std::move(token).value());
   reload_successful_->Set(1);
   reload_timestamp_->Set(clock_.UnixSeconds());

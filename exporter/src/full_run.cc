@@ -10,60 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-std::string KnownProbes() {
-  std::string names;
-  for (const auto& registration : probes::AllProbes()) {
-    names += (names.empty() ? "" : ", ") + std::string(registration.name);
-  }
-  return names;
-}
-
 // The JSON type name for error messages ("got number").
 std::string TypeName(const json& value) { return value.type_name(); }
 
 }  // namespace
-
-const probes::ProbeRegistration* FindProbeRegistration(std::string_view name) {
-  for (const auto& registration : probes::AllProbes()) {
-    if (registration.name == name) return &registration;
-  }
-  return nullptr;
-}
-
-Result<json> PrepareFullRunOptions(std::string_view probe, json options,
-                                   std::optional<std::chrono::nanoseconds> duration) {
-  using R = Result<json>;
-  const probes::ProbeRegistration* registration = FindProbeRegistration(probe);
-  if (registration == nullptr) {
-    return R::Error("unknown probe \"" + std::string(probe) + "\" (known: " + KnownProbes() + ")");
-  }
-  const std::string prefix = "options." + std::string(probe);
-  if (options.is_null()) options = json::object();
-  if (!options.is_object()) return R::Error(prefix + ": expected a JSON object, got " + TypeName(options));
-  if (duration && !options.contains("duration")) {
-    switch (registration->duration_option) {
-      case probes::DurationOption::kNone:
-        break;
-      case probes::DurationOption::kInterval:
-        options["duration"] = config::FormatDuration(*duration);
-        break;
-      case probes::DurationOption::kSeconds:
-        options["duration"] = std::chrono::duration<double>(*duration).count();
-        break;
-    }
-  }
-  if (registration->validate_options == nullptr) {
-    if (!options.empty()) {
-      return R::Error(prefix + ": the " + std::string(probe) + " probe takes no options (got \"" +
-                      options.begin().key() + "\")");
-    }
-    return R(std::move(options));
-  }
-  if (std::string error = registration->validate_options(options); !error.empty()) {
-    return R::Error(prefix + ": " + error);
-  }
-  return R(std::move(options));
-}
 
 Result<FullRunRequest> ParseFullRunRequest(const json& body) {
   using R = Result<FullRunRequest>;
@@ -77,13 +27,13 @@ Result<FullRunRequest> ParseFullRunRequest(const json& body) {
   const auto probes_it = body.find("probes");
   if (probes_it == body.end()) return R::Error("probes: required, e.g. [\"cpu\", \"disk\"]");
   if (!probes_it->is_array() || probes_it->empty()) {
-    return R::Error("probes: expected a non-empty list of probe names (known: " + KnownProbes() + ")");
+    return R::Error("probes: expected a non-empty list of probe names (known: " + probes::KnownProbeNames() + ")");
   }
   for (const json& name : *probes_it) {
     if (!name.is_string()) return R::Error("probes: expected strings, got " + TypeName(name));
     const std::string probe = name.get<std::string>();
-    if (FindProbeRegistration(probe) == nullptr) {
-      return R::Error("probes: unknown probe \"" + probe + "\" (known: " + KnownProbes() + ")");
+    if (probes::FindProbe(probe) == nullptr) {
+      return R::Error("probes: unknown probe \"" + probe + "\" (known: " + probes::KnownProbeNames() + ")");
     }
     if (std::find(request.probes.begin(), request.probes.end(), probe) != request.probes.end()) {
       return R::Error("probes: \"" + probe + "\" is listed twice");
@@ -98,9 +48,10 @@ Result<FullRunRequest> ParseFullRunRequest(const json& body) {
     if (!parsed) return R::Error("duration: " + parsed.error());
     if (parsed.value().count() <= 0) return R::Error("duration: must be greater than 0");
     duration = parsed.value();
+    request.duration = it->get<std::string>();
   }
 
-  json options = json::object();
+  json& options = request.options;
   if (const auto it = body.find("options"); it != body.end()) {
     if (!it->is_object()) return R::Error("options: expected an object of probe name -> options, got " + TypeName(*it));
     for (const auto& [probe, value] : it->items()) {
@@ -111,38 +62,39 @@ Result<FullRunRequest> ParseFullRunRequest(const json& body) {
     }
   }
   for (const std::string& probe : request.probes) {
-    auto prepared = PrepareFullRunOptions(probe, options.value(probe, json()), duration);
-    if (!prepared) return R::Error(prepared.error());
-    request.options[probe] = std::move(prepared).value();
+    auto parsed = probes::ParseProbeOptions(probe, options.value(probe, json()), duration);
+    if (!parsed) return R::Error(parsed.error());
+    request.parsed[probe] = std::move(parsed).value();
   }
   return R(std::move(request));
 }
 
-probes::RunContext MakeFullRunContext(std::shared_ptr<const config::Config> config, json options,
+probes::RunContext MakeFullRunContext(const config::Config& config, std::string_view probe,
+                                      std::shared_ptr<const probes::ProbeOptions> options,
                                       const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
-  probes::RunContext context;
-  context.mode = probes::RunMode::kFull;
+  probes::RunContext context = probes::MakeRunContext(config, probe, probes::RunMode::kFull);
   context.cancel = cancel;
-  context.config = std::move(config);
   context.options = std::move(options);
   context.on_progress = std::move(callbacks.on_progress);
   context.on_report = std::move(callbacks.on_report);
   return context;
 }
 
-probes::ProbeOutcome RunFullProbe(probes::Probe& probe, std::shared_ptr<const config::Config> config, json options,
-                                  const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
-  auto prepared = PrepareFullRunOptions(probe.Name(), std::move(options));
-  if (!prepared) return probes::ProbeOutcome::Failure("bad_options", prepared.error());
-  const probes::RunContext context =
-      MakeFullRunContext(std::move(config), std::move(prepared).value(), cancel, std::move(callbacks));
+probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config,
+                                  std::shared_ptr<const probes::ProbeOptions> options, const std::atomic<bool>* cancel,
+                                  FullRunCallbacks callbacks) {
   try {
-    return probe.Run(context);
-  } catch (const std::exception& e) {
+    return probe.Run(MakeFullRunContext(config, probe.Name(), std::move(options), cancel, std::move(callbacks)));
+  } catch (const std::exception& e) {  // a config without the probe's section
     return probes::ProbeOutcome::Failure("internal_error", e.what());
-  } catch (...) {
-    return probes::ProbeOutcome::Failure("internal_error", "unknown exception");
   }
+}
+
+probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config, const json& options,
+                                  const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
+  auto parsed = probes::ParseProbeOptions(probe.Name(), options);
+  if (!parsed) return probes::ProbeOutcome::Failure(parsed.failure());
+  return RunFullProbe(probe, config, std::move(parsed).value(), cancel, std::move(callbacks));
 }
 
 }  // namespace hostperf::exporter

@@ -3,10 +3,10 @@
 #include <cmath>
 #include <string>
 
-#include "hostperf/config/units.h"
 #include "hostperf/base/clock.h"
-#include "hostperf/exporter/verdicts.h"
+#include "hostperf/config/units.h"
 #include "hostperf/probes/build_info.h"
+#include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {
 namespace {
@@ -73,8 +73,9 @@ std::string FullRunRow(const nlohmann::json& run) {
 
 std::string RenderFigures(std::string_view probe, const nlohmann::json& result) {
   std::string html;
-  for (const Figure& figure : HeadlineFigures(probe, result)) {
-    const std::string verdict(ToString(figure.verdict));
+  using probes::Verdict;
+  for (const probes::Figure& figure : probes::HeadlineFigures(probe, result)) {
+    const std::string verdict(probes::ToString(figure.verdict));
     const char* css = figure.verdict == Verdict::kPass   ? "ok"
                       : figure.verdict == Verdict::kWarn ? "warn"
                       : figure.verdict == Verdict::kFail ? "fail"

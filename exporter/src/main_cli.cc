@@ -19,30 +19,16 @@
 #include "hostperf/exporter/run_client.h"
 #include "hostperf/probes/build_info.h"
 #include "hostperf/probes/check/check.h"
-#include "hostperf/probes/cpu/cpu_probe.h"
-#include "hostperf/probes/disk/disk_probe.h"
-#include "hostperf/probes/disk/options.h"
-#include "hostperf/probes/host_facts.h"
-#include "hostperf/probes/memory/memory_probe.h"
-#include "hostperf/probes/net/command.h"
-#include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/probe.h"
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: hostperf [--config.file=PATH] COMMAND [options]
+constexpr const char* kUsageHead = R"(usage: hostperf [--config.file=PATH] COMMAND [options]
 
 Commands:
-  cpu [-q] [--json]   vcpuperf: CPU speed against this binary's baseline and
-                      low-load throttling (-q: only the four figures;
-                      --json: the result as JSON, as the run API returns it)
-  io [vioperf options] [DIR...]
-                      vioperf: Write, ReWrite, Read and SkipRead per directory,
-                      CRC32C-verified (hostperf io --help for the options)
-  memory [-s N] [-n N] [-t N] [--json]
-                      STREAM: copy, scale, add and triad bandwidth, one thread
-                      per physical core (hostperf memory --help)
-  check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM] [-D] [-v]
+)";
+// Orchestration across hosts: not a probe, so not a probe module's command.
+constexpr const char* kCheckUsage = R"(  check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM] [-D] [-v]
         [-S SIZE] [-B SIZE] [--duration TIME] [--stream-size N]
         [--api-port PORT] [--net-port PORT] [--token-file FILE]
                       gpcheckperf: disk (d), stream (s) and network (N
@@ -54,167 +40,58 @@ Commands:
                       (default 15s, at most 60s) at full speed between
                       the hosts' responders (--net-port, default this
                       config's first probes.net port)
-  net [vnetperf options] [TEST...]
-                      vnetperf: latency, clock skew, TCP/UDP throughput and
-                      connection limit against peers (hostperf net --help)
-
+)";
+constexpr const char* kUsageTail = R"(
 Global flags:
   --config.file=PATH  config for shared settings (default: /etc/hostperf/hostperf.toml
                       if it exists, else the embedded defaults)
   --help, --version
 )";
 
+// Every registered probe's command, then check.
+std::string Usage() {
+  std::string usage = kUsageHead;
+  for (const hostperf::probes::ProbeModule* module : hostperf::probes::AllProbes()) {
+    usage += module->command.usage;
+  }
+  return usage + kCheckUsage + kUsageTail;
+}
+
 std::atomic<bool> g_cancel{false};
 
 int Usage(const std::string& message) {
-  std::fprintf(stderr, "hostperf: %s\n\n%s", message.c_str(), kUsage);
+  std::fprintf(stderr, "hostperf: %s\n\n%s", message.c_str(), Usage().c_str());
   return 2;
 }
 
 // Runs a probe's full mode: the same code path as the daemon's run API.
-hostperf::probes::ProbeOutcome RunFull(std::string_view name, std::shared_ptr<const hostperf::config::Config> config,
-                                       nlohmann::json options = nullptr,
+hostperf::probes::ProbeOutcome RunFull(const hostperf::probes::ProbeModule& module,
+                                       const hostperf::config::Config& config,
+                                       std::shared_ptr<const hostperf::probes::ProbeOptions> options,
                                        std::function<void(const nlohmann::json&)> on_report = {}) {
   using namespace hostperf;
   prometheus::Registry registry;  // the CLI exports nothing; probes still register their families
   probes::ProbeDeps deps;
   deps.registry = &registry;
-  deps.state_directory = config::ResolveStateDirectory(*config);
-  const probes::ProbeRegistration* registration = exporter::FindProbeRegistration(name);
-  if (registration == nullptr) return probes::ProbeOutcome::Failure("unknown_probe", std::string(name));
-  auto probe = registration->factory(deps);
+  deps.state_directory = config::ResolveStateDirectory(config);
+  auto probe = module.create(deps);
   exporter::FullRunCallbacks callbacks;
   callbacks.on_report = std::move(on_report);
-  return exporter::RunFullProbe(*probe, std::move(config), std::move(options), &g_cancel, std::move(callbacks));
+  return exporter::RunFullProbe(*probe, config, std::move(options), &g_cancel, std::move(callbacks));
 }
 
-int CpuCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
-  bool quiet = false;
-  bool json = false;
-  for (const auto& arg : args) {
-    if (arg == "-q" || arg == "--quiet") {
-      quiet = true;
-    } else if (arg == "--json") {
-      json = true;
-    } else if (arg == "-h" || arg == "--help") {
-      std::fputs("usage: hostperf cpu [-q] [--json]\n", stdout);
-      return 0;
-    } else {
-      return Usage("cpu: unknown option \"" + arg + "\"");
-    }
-  }
-  const auto outcome = RunFull("cpu", std::move(config));
-  if (json) {
-    std::printf("%s\n", outcome.result.dump(2).c_str());
-  } else if (!outcome.result.empty()) {
-    std::fputs(hostperf::probes::cpu::FormatVcpuperfReport(outcome.result, quiet).c_str(), stdout);
-  }
-  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
-    std::fprintf(stderr, "hostperf cpu: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
-}
-
-// vioperf: banner, direct I/O line per directory, table rows as they come,
-// JSON log at the end; non-zero exit with the reason when a directory fails.
-int IoCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
-  namespace disk = hostperf::probes::disk;
-  auto parsed = disk::ParseIoCommand(args);
-  if (!parsed) return Usage("io: " + parsed.error());
-  const disk::IoCommand& command = parsed.value();
-  if (command.help) {
-    std::fputs(disk::kIoUsage, stdout);
-    return 0;
-  }
-  nlohmann::json options = command.options;
-  // --debug: the engine logs every file, test and bad block at info level.
-  if (options.value("debug", false)) spdlog::set_level(spdlog::level::debug);
-  // vioperf tests the current directory when none is given.
-  if (!options.contains("directories")) options["directories"] = {std::filesystem::current_path().string()};
-  const std::string log_file = command.log_file.empty() ? disk::DefaultLogFileName() : command.log_file;
-  std::fputs(disk::FormatVioperfBanner(hostperf::probes::ReadCpuTopology({}).physical_cores).c_str(), stdout);
-  bool header_printed = false;
-  const auto outcome = RunFull("disk", std::move(config), std::move(options), [&](const nlohmann::json& entry) {
-    const std::string kind = entry.value("kind", "");
-    if (kind == "directory") std::fputs(disk::FormatDirectoryLine(entry).c_str(), stdout);
-    if (kind == "row") {
-      if (!header_printed) std::fputs(("\n" + disk::FormatTableHeader()).c_str(), stdout);
-      header_printed = true;
-      std::fputs(disk::FormatTableRow(entry).c_str(), stdout);
-    }
-    std::fflush(stdout);
-  });
-  const bool ok = outcome.status == hostperf::probes::ProbeOutcome::Status::kSuccess;
-  if (const auto written =
-          disk::WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message, command.condense_log);
-      !written) {
-    std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
-    if (ok) return 1;
-  }
-  if (!ok) {
-    std::fprintf(stderr, "hostperf io: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
-}
-
-// STREAM's report (or the JSON result); non-zero exit with the reason when
-// the run failed, e.g. validation_failed.
-int MemoryCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
-  namespace memory = hostperf::probes::memory;
-  auto parsed = memory::ParseMemoryCommand(args);
-  if (!parsed) return Usage("memory: " + parsed.error());
-  if (parsed->help) {
-    std::fputs(memory::kMemoryUsage, stdout);
-    return 0;
-  }
-  const auto outcome = RunFull("memory", std::move(config), parsed->options);
-  if (parsed->json) {
-    std::printf("%s\n", outcome.result.dump(2).c_str());
-  } else if (!outcome.result.empty()) {
-    std::fputs(memory::FormatStreamReport(outcome.result).c_str(), stdout);
-  }
-  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
-    std::fprintf(stderr, "hostperf memory: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
-}
-
-// vnetperf: banners and tables, then the JSON results file and where it is;
-// non-zero exit with the reason when hosts are unreachable or a test failed.
-int NetCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
-  namespace net = hostperf::probes::net;
-  auto parsed = net::ParseNetCommand(args);
-  if (!parsed) return Usage("net: " + parsed.error());
-  const net::NetCommand& command = parsed.value();
-  if (command.help) {
-    std::fputs(net::kNetUsage, stdout);
-    return 0;
-  }
-  if (command.list_tests) {
-    for (const auto& test : net::FullRunTests()) std::printf("%s\n", test.c_str());
-    return 0;
-  }
-  spdlog::set_level(spdlog::level::from_str(command.log_level));
-  const auto outcome = RunFull("net", std::move(config), command.options);
-  std::fputs(net::FormatVnetperfReport(outcome.result).c_str(), stdout);
-  const std::string file = command.output_file.empty() ? net::DefaultResultsFileName() : command.output_file;
-  nlohmann::json results = outcome.result;
-  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
-    results["error"] = {{"reason", outcome.reason}, {"message", outcome.message}};
-  }
-  if (const auto written = net::WriteResultsFile(file, results, command.condense); !written) {
-    std::fprintf(stderr, "hostperf net: %s\n", written.error().c_str());
-    return 1;
-  }
-  std::printf("JSON results available at: %s\n", file.c_str());
-  if (outcome.status != hostperf::probes::ProbeOutcome::Status::kSuccess) {
-    std::fprintf(stderr, "hostperf net: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
+// A probe's command, with the CLI's full-run path lent to it.
+int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<std::string>& args,
+                 const hostperf::config::Config& config) {
+  const hostperf::probes::CommandContext context{
+      config,
+      [&](std::shared_ptr<const hostperf::probes::ProbeOptions> options,
+          std::function<void(const nlohmann::json&)> on_report) {
+        return RunFull(module, config, std::move(options), std::move(on_report));
+      },
+      [](const std::string& message) { return Usage(message); },
+  };
+  return module.command.run(args, context);
 }
 
 // gpcheckperf: runs the selected tests and prints the RESULT block; exit 1
@@ -224,7 +101,7 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
   auto parsed = check::ParseCheckArgs(args);
   if (!parsed) return Usage("check: " + parsed.error());
   if (parsed->help) {
-    std::fputs(kUsage, stdout);
+    std::fputs(Usage().c_str(), stdout);
     return 0;
   }
   char name[256] = {};
@@ -255,7 +132,13 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
   const check::HostRunner run_on = [&](const std::string& host, std::string_view probe, const nlohmann::json& options) {
     const auto spec = check::ParseHostSpec(host, parsed->api_port);
     if (!spec) return hostperf::probes::ProbeOutcome::Failure("bad_host", spec.error());
-    if (check::IsLocalHost(spec->address, local)) return RunFull(probe, config, options);
+    if (check::IsLocalHost(spec->address, local)) {
+      const hostperf::probes::ProbeModule* module = hostperf::probes::FindProbe(probe);
+      if (module == nullptr) return hostperf::probes::ProbeOutcome::Failure("unknown_probe", std::string(probe));
+      auto parsed = hostperf::probes::ParseProbeOptions(probe, options);
+      if (!parsed) return hostperf::probes::ProbeOutcome::Failure(parsed.failure());
+      return RunFull(*module, *config, std::move(parsed).value());
+    }
     return hostperf::exporter::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
   };
   const auto run = check::RunCheck(*parsed, run_on, local);
@@ -275,7 +158,7 @@ int main(int argc, char** argv) {
   for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
     const std::string& arg = args[i];
     if (arg == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(Usage().c_str(), stdout);
       return 0;
     }
     if (arg == "--version") {
@@ -298,7 +181,7 @@ int main(int argc, char** argv) {
   (void)exporter::SetUpLogging("warn", exporter::LogFormat::kLogfmt);
   if (!config_file && std::filesystem::exists("/etc/hostperf/hostperf.toml"))
     config_file = "/etc/hostperf/hostperf.toml";
-  auto loaded = config_file ? config::LoadFile(*config_file) : Result<config::Config>(config::Defaults());
+  auto loaded = config_file ? probes::LoadConfigFile(*config_file) : Result<config::Config>(probes::DefaultConfig());
   if (!loaded) {
     std::fprintf(stderr, "%s\n", loaded.error().c_str());
     return 1;
@@ -310,10 +193,9 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  if (command == "cpu") return CpuCommand(rest, config);
-  if (command == "io") return IoCommand(rest, config);
-  if (command == "memory") return MemoryCommand(rest, config);
   if (command == "check") return CheckCommand(rest, config);
-  if (command == "net") return NetCommand(rest, config);
+  for (const probes::ProbeModule* module : probes::AllProbes()) {
+    if (module->command.run != nullptr && module->command.name == command) return ProbeCommand(*module, rest, *config);
+  }
   return Usage("unknown command \"" + command + "\"");
 }

@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
                 "\"");
   }
 
-  auto loaded =
-      options.config_file ? config::LoadFile(*options.config_file) : Result<config::Config>(config::Defaults());
+  auto loaded = options.config_file ? probes::LoadConfigFile(*options.config_file)
+                                    : Result<config::Config>(probes::DefaultConfig());
   if (!loaded) {
     std::fprintf(stderr, "%s\n", loaded.error().c_str());
     return 1;

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "hostperf/exporter/full_run.h"
-#include "hostperf/exporter/verdicts.h"
+#include "hostperf/probes/probe.h"
 #include "hostperf/probes/state_file.h"
 
 namespace hostperf::exporter {
@@ -136,7 +136,7 @@ class RunManager::Collector final : public prometheus::Collectable {
         duration.metric.push_back(Gauge(NumberOr(outcome, "duration_seconds", 0), {probe_label}));
         const json results = run->value("results", json::object());
         const json result = results.is_object() ? results.value(probe, json::object()) : json::object();
-        for (const Figure& f : HeadlineFigures(probe, result)) {
+        for (const probes::Figure& f : probes::HeadlineFigures(probe, result)) {
           figure.metric.push_back(Gauge(f.value, {Label("figure", f.name), probe_label, Label("subject", f.subject)}));
         }
       }
@@ -336,6 +336,7 @@ RunManager::Submission RunManager::SubmitAndSnapshot(const json& body) {
               {"state", "queued"},
               {"probes", request->probes},
               {"options", request->options},
+              {"duration", request->duration ? json(*request->duration) : json(nullptr)},
               {"created_unix_seconds", clock_.UnixSeconds()},
               {"started_unix_seconds", nullptr},
               {"finished_unix_seconds", nullptr},
@@ -344,6 +345,7 @@ RunManager::Submission RunManager::SubmitAndSnapshot(const json& body) {
               {"outcomes", json::object()}};
   runs_.push_back(std::move(run));
   active_ = submission.id;
+  active_options_ = std::move(request->parsed);
   cancel_.store(false);
   spdlog::info("full run {} queued: {}", submission.id, json(request->probes).dump());
   TrimLocked();
@@ -411,7 +413,7 @@ void RunManager::Worker() {
 
 void RunManager::Execute(const std::string& id) {
   std::vector<std::string> names;
-  json options;
+  std::map<std::string, std::shared_ptr<const probes::ProbeOptions>> options;
   {
     std::lock_guard lock(mu_);
     json* run = FindLocked(id);
@@ -419,7 +421,7 @@ void RunManager::Execute(const std::string& id) {
     (*run)["state"] = "running";
     (*run)["started_unix_seconds"] = clock_.UnixSeconds();
     names = (*run)["probes"].get<std::vector<std::string>>();
-    options = (*run)["options"];
+    options = std::move(active_options_);
     PersistLocked();
   }
   Flush();
@@ -436,7 +438,7 @@ void RunManager::Execute(const std::string& id) {
   call_hook(hooks_.pause_scheduler, "pausing the scheduler");
   std::shared_ptr<const config::Config> config;
   if (hooks_.config) config = hooks_.config();
-  if (!config) config = std::make_shared<const config::Config>(config::Defaults());
+  if (!config) config = std::make_shared<const config::Config>(probes::DefaultConfig());
 
   const auto run_started = clock_.Now();
   std::string failure;
@@ -467,9 +469,9 @@ void RunManager::Execute(const std::string& id) {
     };
     const auto probe_started = clock_.Now();
     probes::Probe* probe = FindProbe(name);
-    const probes::ProbeOutcome outcome =
-        probe != nullptr ? RunFullProbe(*probe, config, options.value(name, json::object()), &cancel_, callbacks)
-                         : probes::ProbeOutcome::Failure("unknown_probe", "no probe named " + name);
+    const probes::ProbeOutcome outcome = probe != nullptr
+                                             ? RunFullProbe(*probe, *config, options[name], &cancel_, callbacks)
+                                             : probes::ProbeOutcome::Failure("unknown_probe", "no probe named " + name);
     const double took = Seconds(clock_.Now() - probe_started);
     if (outcome.status != Status::kSuccess) {
       spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), outcome.reason,

@@ -52,7 +52,10 @@ void Scheduler::ApplyConfig(std::shared_ptr<const config::Config> config) {
   if (gate_) gate_->ApplyConfig(config_->budget);
   const auto now = clock_.Now();
   for (Entry& entry : entries_) {
-    const config::ProbeSchedule next = entry.probe->Schedule(*config_);
+    // A probe the config has no section for stays off.
+    const auto section = config_->probes.find(entry.probe->Name());
+    const config::ProbeSchedule next =
+        section != config_->probes.end() ? section->second.schedule : config::ProbeSchedule{false, {}, {}};
     if (next.enabled && (!entry.schedule.enabled || entry.schedule.interval != next.interval)) {
       entry.next_due = now + FirstRunDelay(next.interval);
     }
@@ -145,20 +148,18 @@ probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::Prob
   probes::RunContext context;
   context.mode = probes::RunMode::kScheduled;
   context.cancel = &cancel_;
-  context.config = std::move(config);
+  if (const auto section = config->probes.find(probe.Name()); section != config->probes.end()) {
+    context.settings = section->second.settings;
+  }
+  context.schedule = schedule;
+  context.budget_limits = config->budget;
   context.budget = gate_ ? &gate_->budget() : nullptr;
   const auto deadline = steady_clock::now() + schedule.timeout;
   context.deadline = deadline;
 
-  auto task = std::make_shared<std::packaged_task<probes::ProbeOutcome()>>([&probe, context] {
-    try {
-      return probe.Run(context);
-    } catch (const std::exception& e) {
-      return probes::ProbeOutcome::Failure("internal_error", e.what());
-    } catch (...) {
-      return probes::ProbeOutcome::Failure("internal_error", "unknown exception");
-    }
-  });
+  // Probe::Run never throws: it is the probe boundary.
+  auto task =
+      std::make_shared<std::packaged_task<probes::ProbeOutcome()>>([&probe, context] { return probe.Run(context); });
   std::future<probes::ProbeOutcome> result = task->get_future();
   std::thread worker([task] { (*task)(); });
 

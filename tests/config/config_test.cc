@@ -12,10 +12,27 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/probes/cpu/module.h"
+#include "hostperf/probes/disk/module.h"
+#include "hostperf/probes/memory/module.h"
+#include "hostperf/probes/net/module.h"
+#include "hostperf/probes/probe.h"
+
 namespace hostperf::config {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The config as the binaries load it: with every registered probe's section.
+Result<Config> Load(std::string_view text, std::string_view source) { return probes::LoadConfigString(text, source); }
+Result<Config> LoadConfigFile(const std::filesystem::path& path) { return probes::LoadConfigFile(path); }
+Config ProbeDefaults() { return probes::DefaultConfig(); }
+const probes::cpu::CpuProbeConfig& Cpu(const Config& c) { return c.Settings<probes::cpu::CpuProbeConfig>(); }
+const probes::disk::DiskProbeConfig& Disk(const Config& c) { return c.Settings<probes::disk::DiskProbeConfig>(); }
+const probes::memory::MemoryProbeConfig& Memory(const Config& c) {
+  return c.Settings<probes::memory::MemoryProbeConfig>();
+}
+const probes::net::NetProbeConfig& Net(const Config& c) { return c.Settings<probes::net::NetProbeConfig>(); }
 
 const fs::path kExampleConfig = fs::path(HOSTPERF_SOURCE_DIR) / "config" / "hostperf.toml";
 
@@ -39,41 +56,41 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.scheduler.first_run_splay, b.scheduler.first_run_splay);
   EXPECT_EQ(a.scheduler.jitter, b.scheduler.jitter);
 
-  ExpectSameSchedule(a.probes.cpu.schedule, b.probes.cpu.schedule, "cpu");
-  EXPECT_EQ(a.probes.cpu.calibration_runs, b.probes.cpu.calibration_runs);
-  EXPECT_EQ(a.probes.cpu.throttle_samples, b.probes.cpu.throttle_samples);
-  EXPECT_EQ(a.probes.cpu.low_load_gap, b.probes.cpu.low_load_gap);
-  EXPECT_EQ(a.probes.cpu.high_load_spin, b.probes.cpu.high_load_spin);
-  EXPECT_EQ(a.probes.cpu.baselines, b.probes.cpu.baselines);
+  ExpectSameSchedule(a.Section("cpu").schedule, b.Section("cpu").schedule, "cpu");
+  EXPECT_EQ(Cpu(a).calibration_runs, Cpu(b).calibration_runs);
+  EXPECT_EQ(Cpu(a).throttle_samples, Cpu(b).throttle_samples);
+  EXPECT_EQ(Cpu(a).low_load_gap, Cpu(b).low_load_gap);
+  EXPECT_EQ(Cpu(a).high_load_spin, Cpu(b).high_load_spin);
+  EXPECT_EQ(Cpu(a).baselines, Cpu(b).baselines);
 
-  ExpectSameSchedule(a.probes.memory.schedule, b.probes.memory.schedule, "memory");
-  EXPECT_EQ(a.probes.memory.memory_budget, b.probes.memory.memory_budget);
+  ExpectSameSchedule(a.Section("memory").schedule, b.Section("memory").schedule, "memory");
+  EXPECT_EQ(Memory(a).memory_budget, Memory(b).memory_budget);
 
-  ExpectSameSchedule(a.probes.disk.schedule, b.probes.disk.schedule, "disk");
-  EXPECT_EQ(a.probes.disk.directories, b.probes.disk.directories);
-  EXPECT_EQ(a.probes.disk.bytes_per_run, b.probes.disk.bytes_per_run);
-  EXPECT_EQ(a.probes.disk.threads, b.probes.disk.threads);
-  EXPECT_EQ(a.probes.disk.files_per_thread, b.probes.disk.files_per_thread);
-  EXPECT_EQ(a.probes.disk.max_buffer_size, b.probes.disk.max_buffer_size);
-  EXPECT_EQ(a.probes.disk.disable_direct_io, b.probes.disk.disable_direct_io);
-  EXPECT_EQ(a.probes.disk.disable_crc, b.probes.disk.disable_crc);
-  EXPECT_EQ(a.probes.disk.reserve, b.probes.disk.reserve);
+  ExpectSameSchedule(a.Section("disk").schedule, b.Section("disk").schedule, "disk");
+  EXPECT_EQ(Disk(a).directories, Disk(b).directories);
+  EXPECT_EQ(Disk(a).bytes_per_run, Disk(b).bytes_per_run);
+  EXPECT_EQ(Disk(a).threads, Disk(b).threads);
+  EXPECT_EQ(Disk(a).files_per_thread, Disk(b).files_per_thread);
+  EXPECT_EQ(Disk(a).max_buffer_size, Disk(b).max_buffer_size);
+  EXPECT_EQ(Disk(a).disable_direct_io, Disk(b).disable_direct_io);
+  EXPECT_EQ(Disk(a).disable_crc, Disk(b).disable_crc);
+  EXPECT_EQ(Disk(a).reserve, Disk(b).reserve);
 
-  ExpectSameSchedule(a.probes.net.schedule, b.probes.net.schedule, "net");
-  EXPECT_EQ(a.probes.net.bind_address, b.probes.net.bind_address);
-  EXPECT_EQ(a.probes.net.ports, b.probes.net.ports);
-  EXPECT_EQ(a.probes.net.secret_file, b.probes.net.secret_file);
-  EXPECT_EQ(a.probes.net.peers, b.probes.net.peers);
-  EXPECT_EQ(a.probes.net.peers_file, b.probes.net.peers_file);
-  EXPECT_EQ(a.probes.net.max_peers_per_cycle, b.probes.net.max_peers_per_cycle);
-  EXPECT_EQ(a.probes.net.packets_per_cycle, b.probes.net.packets_per_cycle);
-  EXPECT_EQ(a.probes.net.packet_interval, b.probes.net.packet_interval);
-  EXPECT_EQ(a.probes.net.reply_timeout, b.probes.net.reply_timeout);
-  EXPECT_EQ(a.probes.net.throughput_duration, b.probes.net.throughput_duration);
-  EXPECT_EQ(a.probes.net.throughput_rate, b.probes.net.throughput_rate);
-  EXPECT_EQ(a.probes.net.udp_datagram_size, b.probes.net.udp_datagram_size);
-  EXPECT_EQ(a.probes.net.max_connections, b.probes.net.max_connections);
-  EXPECT_EQ(a.probes.net.rate_limit, b.probes.net.rate_limit);
+  ExpectSameSchedule(a.Section("net").schedule, b.Section("net").schedule, "net");
+  EXPECT_EQ(Net(a).bind_address, Net(b).bind_address);
+  EXPECT_EQ(Net(a).ports, Net(b).ports);
+  EXPECT_EQ(Net(a).secret_file, Net(b).secret_file);
+  EXPECT_EQ(Net(a).peers, Net(b).peers);
+  EXPECT_EQ(Net(a).peers_file, Net(b).peers_file);
+  EXPECT_EQ(Net(a).max_peers_per_cycle, Net(b).max_peers_per_cycle);
+  EXPECT_EQ(Net(a).packets_per_cycle, Net(b).packets_per_cycle);
+  EXPECT_EQ(Net(a).packet_interval, Net(b).packet_interval);
+  EXPECT_EQ(Net(a).reply_timeout, Net(b).reply_timeout);
+  EXPECT_EQ(Net(a).throughput_duration, Net(b).throughput_duration);
+  EXPECT_EQ(Net(a).throughput_rate, Net(b).throughput_rate);
+  EXPECT_EQ(Net(a).udp_datagram_size, Net(b).udp_datagram_size);
+  EXPECT_EQ(Net(a).max_connections, Net(b).max_connections);
+  EXPECT_EQ(Net(a).rate_limit, Net(b).rate_limit);
 }
 
 // Writes a file that is removed when the object goes away.
@@ -98,27 +115,27 @@ class TempFile {
 };
 
 TEST(DefaultsTest, MatchDesignDocument) {
-  const Config c = Defaults();
+  const Config c = ProbeDefaults();
   EXPECT_EQ(c.source, "<embedded defaults>");
   EXPECT_EQ(c.state_directory, "");
   EXPECT_EQ(c.api.token_file, "");
   EXPECT_EQ(c.budget.cpu_seconds_per_hour, 36);
   EXPECT_EQ(c.budget.disk_bytes_per_hour, 2 * kGiB);
   EXPECT_EQ(c.budget.net_bytes_per_hour, 2 * kGiB);
-  EXPECT_EQ(c.probes.cpu.schedule.interval, 5min);
-  EXPECT_EQ(c.probes.cpu.schedule.timeout, 1min);
-  EXPECT_EQ(c.probes.memory.schedule.interval, 15min);
-  EXPECT_EQ(c.probes.disk.schedule.interval, 15min);
-  EXPECT_EQ(c.probes.disk.bytes_per_run, 64 * kMiB);
-  EXPECT_EQ(c.probes.disk.threads, 1u);
-  EXPECT_EQ(c.probes.disk.max_buffer_size, kMiB);
-  EXPECT_EQ(c.probes.disk.reserve, kGiB);
-  EXPECT_EQ(c.probes.net.schedule.interval, 30s);
-  EXPECT_EQ(c.probes.net.ports, std::vector<std::uint16_t>{14159});
-  EXPECT_EQ(c.probes.net.max_peers_per_cycle, 8u);
+  EXPECT_EQ(c.Section("cpu").schedule.interval, 5min);
+  EXPECT_EQ(c.Section("cpu").schedule.timeout, 1min);
+  EXPECT_EQ(c.Section("memory").schedule.interval, 15min);
+  EXPECT_EQ(c.Section("disk").schedule.interval, 15min);
+  EXPECT_EQ(Disk(c).bytes_per_run, 64 * kMiB);
+  EXPECT_EQ(Disk(c).threads, 1u);
+  EXPECT_EQ(Disk(c).max_buffer_size, kMiB);
+  EXPECT_EQ(Disk(c).reserve, kGiB);
+  EXPECT_EQ(c.Section("net").schedule.interval, 30s);
+  EXPECT_EQ(Net(c).ports, std::vector<std::uint16_t>{14159});
+  EXPECT_EQ(Net(c).max_peers_per_cycle, 8u);
   // Defaults must themselves be valid: every timeout within its interval.
-  for (const ProbeSchedule* s :
-       {&c.probes.cpu.schedule, &c.probes.memory.schedule, &c.probes.disk.schedule, &c.probes.net.schedule}) {
+  for (const ProbeSchedule* s : {&c.Section("cpu").schedule, &c.Section("memory").schedule, &c.Section("disk").schedule,
+                                 &c.Section("net").schedule}) {
     EXPECT_GE(s->interval, 1s);
     EXPECT_GT(s->timeout, 0s);
     EXPECT_LE(s->timeout, s->interval);
@@ -126,14 +143,14 @@ TEST(DefaultsTest, MatchDesignDocument) {
 }
 
 TEST(LoadStringTest, EmptyDocumentGivesDefaults) {
-  const auto loaded = LoadString("", "empty.toml");
+  const auto loaded = Load("", "empty.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
-  ExpectSameConfig(*loaded, Defaults());
+  ExpectSameConfig(*loaded, ProbeDefaults());
   EXPECT_EQ(loaded->source, "empty.toml");
 }
 
 TEST(LoadStringTest, FullValidFileSetsEveryField) {
-  const auto loaded = LoadString(R"(
+  const auto loaded = Load(R"(
 state_directory = "/srv/hostperf"
 
 [api]
@@ -190,7 +207,7 @@ peers = ["db1", "db2:14160", "[fe80::1]:14159"]
 peers_file = "/etc/hostperf/peers.json"
 max_peers_per_cycle = 32
 )",
-                                 "full.toml");
+                           "full.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   const Config& c = *loaded;
   EXPECT_EQ(c.source, "full.toml");
@@ -204,71 +221,71 @@ max_peers_per_cycle = 32
   EXPECT_EQ(c.scheduler.first_run_splay, 2min);
   EXPECT_EQ(c.scheduler.jitter, 0.25);
 
-  EXPECT_FALSE(c.probes.cpu.schedule.enabled);
-  EXPECT_EQ(c.probes.cpu.schedule.interval, 10min);
-  EXPECT_EQ(c.probes.cpu.schedule.timeout, 90s);
-  EXPECT_EQ(c.probes.cpu.calibration_runs, 7u);
-  EXPECT_EQ(c.probes.cpu.throttle_samples, 100u);
-  EXPECT_EQ(c.probes.cpu.low_load_gap, 20ms);
-  EXPECT_EQ(c.probes.cpu.high_load_spin, 500us);
+  EXPECT_FALSE(c.Section("cpu").schedule.enabled);
+  EXPECT_EQ(c.Section("cpu").schedule.interval, 10min);
+  EXPECT_EQ(c.Section("cpu").schedule.timeout, 90s);
+  EXPECT_EQ(Cpu(c).calibration_runs, 7u);
+  EXPECT_EQ(Cpu(c).throttle_samples, 100u);
+  EXPECT_EQ(Cpu(c).low_load_gap, 20ms);
+  EXPECT_EQ(Cpu(c).high_load_spin, 500us);
   const std::map<std::string, Duration> baselines = {{"0123abcd0123abcd", 48ms}, {"ffffeeee00001111", 1250ms}};
-  EXPECT_EQ(c.probes.cpu.baselines, baselines);
+  EXPECT_EQ(Cpu(c).baselines, baselines);
 
-  EXPECT_FALSE(c.probes.memory.schedule.enabled);
-  EXPECT_EQ(c.probes.memory.schedule.interval, 1h);
-  EXPECT_EQ(c.probes.memory.schedule.timeout, 2min);
-  EXPECT_EQ(c.probes.memory.memory_budget, kGiB);
+  EXPECT_FALSE(c.Section("memory").schedule.enabled);
+  EXPECT_EQ(c.Section("memory").schedule.interval, 1h);
+  EXPECT_EQ(c.Section("memory").schedule.timeout, 2min);
+  EXPECT_EQ(Memory(c).memory_budget, kGiB);
 
-  EXPECT_FALSE(c.probes.disk.schedule.enabled);
-  EXPECT_EQ(c.probes.disk.schedule.interval, 30min);
-  EXPECT_EQ(c.probes.disk.schedule.timeout, 10min);
-  EXPECT_EQ(c.probes.disk.directories, (std::vector<std::string>{"/data/1", "/data/2"}));
-  EXPECT_EQ(c.probes.disk.bytes_per_run, 128 * kMiB);
-  EXPECT_EQ(c.probes.disk.threads, 4u);
-  EXPECT_EQ(c.probes.disk.files_per_thread, 2u);
-  EXPECT_EQ(c.probes.disk.max_buffer_size, 256 * kKiB);
-  EXPECT_TRUE(c.probes.disk.disable_direct_io);
-  EXPECT_TRUE(c.probes.disk.disable_crc);
-  EXPECT_EQ(c.probes.disk.reserve, 10 * kGiB);
+  EXPECT_FALSE(c.Section("disk").schedule.enabled);
+  EXPECT_EQ(c.Section("disk").schedule.interval, 30min);
+  EXPECT_EQ(c.Section("disk").schedule.timeout, 10min);
+  EXPECT_EQ(Disk(c).directories, (std::vector<std::string>{"/data/1", "/data/2"}));
+  EXPECT_EQ(Disk(c).bytes_per_run, 128 * kMiB);
+  EXPECT_EQ(Disk(c).threads, 4u);
+  EXPECT_EQ(Disk(c).files_per_thread, 2u);
+  EXPECT_EQ(Disk(c).max_buffer_size, 256 * kKiB);
+  EXPECT_TRUE(Disk(c).disable_direct_io);
+  EXPECT_TRUE(Disk(c).disable_crc);
+  EXPECT_EQ(Disk(c).reserve, 10 * kGiB);
 
-  EXPECT_FALSE(c.probes.net.schedule.enabled);
-  EXPECT_EQ(c.probes.net.schedule.interval, 1min);
-  EXPECT_EQ(c.probes.net.schedule.timeout, 45s);
-  EXPECT_EQ(c.probes.net.bind_address, "0.0.0.0");
-  EXPECT_EQ(c.probes.net.ports, (std::vector<std::uint16_t>{14159, 14160}));
-  EXPECT_EQ(c.probes.net.secret_file, "/etc/hostperf/secret");
-  EXPECT_EQ(c.probes.net.peers, (std::vector<std::string>{"db1", "db2:14160", "[fe80::1]:14159"}));
-  EXPECT_EQ(c.probes.net.peers_file, "/etc/hostperf/peers.json");
-  EXPECT_EQ(c.probes.net.max_peers_per_cycle, 32u);
+  EXPECT_FALSE(c.Section("net").schedule.enabled);
+  EXPECT_EQ(c.Section("net").schedule.interval, 1min);
+  EXPECT_EQ(c.Section("net").schedule.timeout, 45s);
+  EXPECT_EQ(Net(c).bind_address, "0.0.0.0");
+  EXPECT_EQ(Net(c).ports, (std::vector<std::uint16_t>{14159, 14160}));
+  EXPECT_EQ(Net(c).secret_file, "/etc/hostperf/secret");
+  EXPECT_EQ(Net(c).peers, (std::vector<std::string>{"db1", "db2:14160", "[fe80::1]:14159"}));
+  EXPECT_EQ(Net(c).peers_file, "/etc/hostperf/peers.json");
+  EXPECT_EQ(Net(c).max_peers_per_cycle, 32u);
 }
 
 TEST(LoadStringTest, DottedKeysAndInlineTablesAreEquivalent) {
-  const auto loaded = LoadString(R"(
+  const auto loaded = Load(R"(
 probes.cpu.interval = "1h"
 probes.net = { ports = [1, 65535] }
 )",
-                                 "dotted.toml");
+                           "dotted.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
-  EXPECT_EQ(loaded->probes.cpu.schedule.interval, 1h);
-  EXPECT_EQ(loaded->probes.net.ports, (std::vector<std::uint16_t>{1, 65535}));
+  EXPECT_EQ(loaded->Section("cpu").schedule.interval, 1h);
+  EXPECT_EQ(Net(*loaded).ports, (std::vector<std::uint16_t>{1, 65535}));
 }
 
 TEST(LoadStringTest, UnsetTimeoutIsCappedAtAShorterInterval) {
   // The net default timeout (20s) would exceed a 10s interval.
-  const auto loaded = LoadString("[probes.net]\ninterval = \"10s\"\n", "short.toml");
+  const auto loaded = Load("[probes.net]\ninterval = \"10s\"\n", "short.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
-  EXPECT_EQ(loaded->probes.net.schedule.interval, 10s);
-  EXPECT_EQ(loaded->probes.net.schedule.timeout, 10s);
+  EXPECT_EQ(loaded->Section("net").schedule.interval, 10s);
+  EXPECT_EQ(loaded->Section("net").schedule.timeout, 10s);
   // A longer interval leaves the default timeout alone.
-  const auto longer = LoadString("[probes.net]\ninterval = \"1h\"\n", "long.toml");
+  const auto longer = Load("[probes.net]\ninterval = \"1h\"\n", "long.toml");
   ASSERT_TRUE(longer.ok()) << longer.error();
-  EXPECT_EQ(longer->probes.net.schedule.timeout, 20s);
+  EXPECT_EQ(longer->Section("net").schedule.timeout, 20s);
 }
 
 TEST(ExampleConfigTest, EqualsDefaults) {
-  const auto loaded = LoadFile(kExampleConfig);
+  const auto loaded = LoadConfigFile(kExampleConfig);
   ASSERT_TRUE(loaded.ok()) << loaded.error();
-  ExpectSameConfig(*loaded, Defaults());
+  ExpectSameConfig(*loaded, ProbeDefaults());
   EXPECT_EQ(loaded->source, kExampleConfig.string());
 }
 
@@ -474,7 +491,7 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    const auto loaded = LoadString(c.toml, "bad.toml");
+    const auto loaded = Load(c.toml, "bad.toml");
     ASSERT_FALSE(loaded.ok());
     EXPECT_EQ(loaded.error(), c.error);
   }
@@ -482,15 +499,15 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
 
 TEST(LoadFileTest, ReadsFileAndRecordsSource) {
   TempFile file("[probes.cpu]\ninterval = \"2min\"\n");
-  const auto loaded = LoadFile(file.path());
+  const auto loaded = LoadConfigFile(file.path());
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   EXPECT_EQ(loaded->source, file.path().string());
-  EXPECT_EQ(loaded->probes.cpu.schedule.interval, 2min);
+  EXPECT_EQ(loaded->Section("cpu").schedule.interval, 2min);
 }
 
 TEST(LoadFileTest, ErrorsNameTheFile) {
   TempFile file("\n[probes.cpu]\ninterval = \"soon\"\n");
-  const auto loaded = LoadFile(file.path());
+  const auto loaded = LoadConfigFile(file.path());
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error(), file.path().string() +
                                 ":3:12: probes.cpu.interval: invalid duration \"soon\": expected a number with an "
@@ -498,14 +515,14 @@ TEST(LoadFileTest, ErrorsNameTheFile) {
 }
 
 TEST(LoadFileTest, MissingFile) {
-  const auto loaded = LoadFile("/nonexistent/hostperf.toml");
+  const auto loaded = LoadConfigFile("/nonexistent/hostperf.toml");
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error(), "/nonexistent/hostperf.toml: cannot read: No such file or directory");
 }
 
 TEST(LoadFileTest, Directory) {
   const fs::path dir = fs::temp_directory_path();
-  const auto loaded = LoadFile(dir);
+  const auto loaded = LoadConfigFile(dir);
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.error(), dir.string() + ": cannot read: Is a directory");
 }
@@ -514,7 +531,7 @@ TEST(LoadFileTest, Directory) {
 std::optional<std::string> NoEnv(const char*) { return std::nullopt; }
 
 TEST(ResolveStateDirectoryTest, ConfiguredValueWins) {
-  Config c = Defaults();
+  Config c = ProbeDefaults();
   c.state_directory = "/srv/hostperf";
   const auto env = [](const char*) -> std::optional<std::string> { return "/var/lib/from-env"; };
   const auto writable = [](const fs::path&) {
@@ -534,13 +551,13 @@ TEST(ResolveStateDirectoryTest, UsesStateDirectoryEnvironment) {
     ADD_FAILURE() << "writable check not expected";
     return true;
   };
-  EXPECT_EQ(ResolveStateDirectory(Defaults(), env, writable), fs::path("/var/lib/hostperf-env"));
+  EXPECT_EQ(ResolveStateDirectory(ProbeDefaults(), env, writable), fs::path("/var/lib/hostperf-env"));
   EXPECT_EQ(asked, "STATE_DIRECTORY");
 }
 
 TEST(ResolveStateDirectoryTest, TakesFirstOfColonSeparatedList) {
   const auto env = [](const char*) -> std::optional<std::string> { return "/var/lib/a:/var/lib/b"; };
-  EXPECT_EQ(ResolveStateDirectory(Defaults(), env, [](const fs::path&) { return true; }), fs::path("/var/lib/a"));
+  EXPECT_EQ(ResolveStateDirectory(ProbeDefaults(), env, [](const fs::path&) { return true; }), fs::path("/var/lib/a"));
 }
 
 TEST(ResolveStateDirectoryTest, EnvUnsetAndWritable) {
@@ -549,19 +566,19 @@ TEST(ResolveStateDirectoryTest, EnvUnsetAndWritable) {
     checked = p;
     return true;
   };
-  EXPECT_EQ(ResolveStateDirectory(Defaults(), NoEnv, writable), fs::path("/var/lib/hostperf"));
+  EXPECT_EQ(ResolveStateDirectory(ProbeDefaults(), NoEnv, writable), fs::path("/var/lib/hostperf"));
   EXPECT_EQ(checked, fs::path("/var/lib/hostperf"));
 }
 
 TEST(ResolveStateDirectoryTest, EnvUnsetAndNotWritable) {
-  const auto result = ResolveStateDirectory(Defaults(), NoEnv, [](const fs::path&) { return false; });
+  const auto result = ResolveStateDirectory(ProbeDefaults(), NoEnv, [](const fs::path&) { return false; });
   EXPECT_TRUE(result.is_absolute()) << result;
   EXPECT_EQ(result, fs::current_path() / "hostperf-state");
 }
 
 TEST(ResolveStateDirectoryTest, EmptyEnvIsIgnored) {
   const auto env = [](const char*) -> std::optional<std::string> { return ""; };
-  EXPECT_EQ(ResolveStateDirectory(Defaults(), env, [](const fs::path&) { return true; }),
+  EXPECT_EQ(ResolveStateDirectory(ProbeDefaults(), env, [](const fs::path&) { return true; }),
             fs::path("/var/lib/hostperf"));
 }
 
@@ -569,7 +586,7 @@ TEST(ResolveStateDirectoryTest, DefaultSeamReadsProcessEnvironment) {
   const char* saved = ::getenv("STATE_DIRECTORY");
   const std::optional<std::string> previous = saved ? std::optional<std::string>(saved) : std::nullopt;
   ::setenv("STATE_DIRECTORY", "/tmp/hostperf-default-seam:/other", 1);
-  EXPECT_EQ(ResolveStateDirectory(Defaults()), fs::path("/tmp/hostperf-default-seam"));
+  EXPECT_EQ(ResolveStateDirectory(ProbeDefaults()), fs::path("/tmp/hostperf-default-seam"));
   if (previous) {
     ::setenv("STATE_DIRECTORY", previous->c_str(), 1);
   } else {

@@ -68,8 +68,9 @@ TEST_F(TokenFileTest, MissingEmptyOrSpacedTokensAreErrors) {
 class InstantProbe final : public probes::Probe {
  public:
   std::string_view Name() const override { return "cpu"; }
-  config::ProbeSchedule Schedule(const config::Config&) const override { return {false, 1min, 1min}; }
-  probes::ProbeOutcome Run(const probes::RunContext&) override { return probes::ProbeOutcome::Success({{"ok", 1}}); }
+  probes::ProbeOutcome Measure(const probes::RunContext&) override {
+    return probes::ProbeOutcome::Success({{"ok", 1}});
+  }
 };
 
 class RunApiTest : public ::testing::Test {

@@ -18,6 +18,8 @@
 
 #include "hostperf/base/clock.h"
 #include "hostperf/exporter/full_run.h"
+#include "hostperf/probes/disk/options.h"
+#include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/probes/state_file.h"
 #include "metrics_test_util.h"
@@ -63,9 +65,7 @@ class ScriptedProbe final : public probes::Probe {
   ScriptedProbe(std::string name, ManualClock& clock) : name_(std::move(name)), clock_(clock) {}
 
   std::string_view Name() const override { return name_; }
-  config::ProbeSchedule Schedule(const config::Config&) const override { return {false, 1min, 1min}; }
-
-  ProbeOutcome Run(const probes::RunContext& context) override {
+  ProbeOutcome Measure(const probes::RunContext& context) override {
     // Progress first: once WaitRunning() returns, the test may read it.
     if (context.on_progress) context.on_progress({"Write", 2s, 5s});
     {
@@ -104,7 +104,7 @@ class ScriptedProbe final : public probes::Probe {
     std::lock_guard lock(mu_);
     return runs_;
   }
-  std::vector<json> options() const {
+  std::vector<std::shared_ptr<const probes::ProbeOptions>> options() const {
     std::lock_guard lock(mu_);
     return options_;
   }
@@ -123,7 +123,7 @@ class ScriptedProbe final : public probes::Probe {
   bool auto_release_ = false;
   int runs_ = 0;
   std::vector<probes::RunMode> modes_;
-  std::vector<json> options_;
+  std::vector<std::shared_ptr<const probes::ProbeOptions>> options_;
   ProbeOutcome outcome_ = ProbeOutcome::Success({{"cpu_seconds", 1.5}, {"low_load_median_seconds", 150e-6}});
 };
 
@@ -158,7 +158,7 @@ class RunManagerTest : public ::testing::Test {
       }
     };
     hooks.resume_scheduler = [this] { resumes_.fetch_add(1); };
-    hooks.config = [] { return std::make_shared<const config::Config>(config::Defaults()); };
+    hooks.config = [] { return std::make_shared<const config::Config>(probes::DefaultConfig()); };
     RunManagerOptions options;
     options.history_file = history_file();
     options.history_limit = history_limit;
@@ -349,8 +349,13 @@ TEST_F(RunManagerTest, TopLevelDurationFillsTheProbesOwnDurationOption) {
       *manager, {{"probes", {"disk"}}, {"duration", "90s"}, {"options", {{"disk", {{"directories", {"/tmp/x"}}}}}}});
   ASSERT_TRUE(WaitForState(*manager, id, "succeeded"));
   ASSERT_EQ(disk_.options().size(), 1u);
-  EXPECT_EQ(disk_.options()[0]["duration"], "90s");
-  EXPECT_EQ(disk_.options()[0]["directories"], json({"/tmp/x"}));
+  const auto& disk = dynamic_cast<const probes::disk::FullRunOptions&>(*disk_.options()[0]);
+  EXPECT_EQ(disk.duration, 90s);
+  EXPECT_EQ(disk.directories, std::vector<std::string>{"/tmp/x"});
+  // The history keeps the options and the duration as given.
+  const auto run = manager->Get(id);
+  EXPECT_EQ((*run)["duration"], "90s");
+  EXPECT_EQ((*run)["options"]["disk"]["directories"], json({"/tmp/x"}));
 }
 
 TEST_F(RunManagerTest, HistorySurvivesARestart) {
@@ -464,44 +469,57 @@ TEST_F(RunManagerTest, ValidIdsOnly) {
   EXPECT_FALSE(RunManager::IsValidId("r-" + std::string(100, '1')));
 }
 
-// The CLI's path: RunFullProbe validates, builds a full-mode context and
-// turns bad options into a failure instead of running.
+// The CLI's path: RunFullProbe parses the options (hostperf check's local
+// runs give JSON), builds a full-mode context and runs the probe.
 TEST(RunFullProbeTest, ValidatesOptionsAndRunsTheFullMode) {
   ManualClock clock;
   ScriptedProbe disk("disk", clock);
   disk.Release(true);
   std::atomic<bool> cancel{false};
-  const auto config = std::make_shared<const config::Config>(config::Defaults());
-  const auto bad = RunFullProbe(disk, config, {{"bogus", true}}, &cancel);
+  const config::Config config = probes::DefaultConfig();
+  const auto bad = RunFullProbe(disk, config, json{{"bogus", true}}, &cancel);
   EXPECT_EQ(bad.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(bad.reason, "bad_options");
   EXPECT_THAT(bad.message, HasSubstr("unknown disk option \"bogus\""));
   EXPECT_EQ(disk.runs(), 0);
 
-  const auto good = RunFullProbe(disk, config, nullptr, &cancel);
+  const auto good = RunFullProbe(disk, config, json(nullptr), &cancel);
   EXPECT_EQ(good.status, ProbeOutcome::Status::kSuccess);
   EXPECT_THAT(disk.modes(), ::testing::ElementsAre(probes::RunMode::kFull));
-  EXPECT_EQ(disk.options()[0], json::object());  // null becomes {}
+  ASSERT_EQ(disk.options().size(), 1u);
+  // null: the disk module's defaults.
+  EXPECT_EQ(dynamic_cast<const probes::disk::FullRunOptions&>(*disk.options()[0]).duration,
+            probes::disk::kDefaultDuration);
 }
 
-TEST(PrepareFullRunOptionsTest, SpellsTheDurationAsEachProbeExpects) {
-  const auto disk = PrepareFullRunOptions("disk", nullptr, 2min);
+// One duration grammar: the run's length reaches each probe as its own
+// typed duration, and a probe's own "duration" (a string or seconds) wins.
+TEST(ParseProbeOptionsTest, TheRunDurationReachesEachProbeTyped) {
+  using probes::ParseProbeOptions;
+  const auto disk = ParseProbeOptions("disk", nullptr, 2min);
   ASSERT_TRUE(disk) << disk.error();
-  EXPECT_EQ((*disk)["duration"], "2min");
-  const auto net = PrepareFullRunOptions("net", json::object(), 1500ms);
+  EXPECT_EQ(dynamic_cast<const probes::disk::FullRunOptions&>(**disk).duration, 2min);
+  const auto net = ParseProbeOptions("net", json::object(), 1500ms);
   ASSERT_TRUE(net) << net.error();
-  EXPECT_DOUBLE_EQ((*net)["duration"].get<double>(), 1.5);
-  const auto cpu = PrepareFullRunOptions("cpu", nullptr, 1min);  // no run-length option
+  EXPECT_EQ(dynamic_cast<const probes::net::NetOptions&>(**net).duration, 1500ms);
+  const auto cpu = ParseProbeOptions("cpu", nullptr, 1min);  // no run-length option
   ASSERT_TRUE(cpu) << cpu.error();
-  EXPECT_TRUE(cpu->empty());
-  const auto own = PrepareFullRunOptions("disk", {{"duration", "5s"}}, 1min);  // the probe's own wins
+  EXPECT_EQ(*cpu, nullptr);
+  const auto own = ParseProbeOptions("disk", {{"duration", "5s"}}, 1min);  // the probe's own wins
   ASSERT_TRUE(own) << own.error();
-  EXPECT_EQ((*own)["duration"], "5s");
-  const auto too_long = PrepareFullRunOptions("net", json::object(), 10min);  // net allows at most 60 s
+  EXPECT_EQ(dynamic_cast<const probes::disk::FullRunOptions&>(**own).duration, 5s);
+  const auto seconds = ParseProbeOptions("disk", {{"duration", 7}});  // seconds, as net always took
+  ASSERT_TRUE(seconds) << seconds.error();
+  EXPECT_EQ(dynamic_cast<const probes::disk::FullRunOptions&>(**seconds).duration, 7s);
+  const auto net_text = ParseProbeOptions("net", {{"duration", "1.5s"}});  // a string, as disk always took
+  ASSERT_TRUE(net_text) << net_text.error();
+  EXPECT_EQ(dynamic_cast<const probes::net::NetOptions&>(**net_text).duration, 1500ms);
+  const auto too_long = ParseProbeOptions("net", json::object(), 10min);  // net allows at most 60 s
   ASSERT_FALSE(too_long);
   EXPECT_THAT(too_long.error(), HasSubstr("options.net: duration"));
-  EXPECT_FALSE(PrepareFullRunOptions("memory", {{"threads", "two"}}));
-  EXPECT_FALSE(PrepareFullRunOptions("nope", nullptr));
+  EXPECT_EQ(too_long.reason(), "bad_options");
+  EXPECT_FALSE(ParseProbeOptions("memory", {{"threads", "two"}}));
+  EXPECT_FALSE(ParseProbeOptions("nope", nullptr));
 }
 
 }  // namespace

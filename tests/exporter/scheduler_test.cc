@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/impact_gate.h"
 #include "hostperf/probes/probe.h"
@@ -76,13 +76,6 @@ class FakeClock final : public Clock {
   double unix_at_origin_ = 1'700'000'000.0;
 };
 
-// Which [probes.*] table of the config a fake probe takes its schedule from.
-enum class Slot { kCpu, kDisk };
-
-const config::ProbeSchedule& ScheduleOf(const config::Config& config, Slot slot) {
-  return slot == Slot::kCpu ? config.probes.cpu.schedule : config.probes.disk.schedule;
-}
-
 // Shared by the fake probes of one scheduler: run order and concurrency.
 struct RunLog {
   std::mutex mu;
@@ -100,13 +93,11 @@ class FakeProbe final : public probes::Probe {
     kThrow,                 // throws std::runtime_error
   };
 
-  FakeProbe(std::string name, Slot slot, FakeClock& clock, RunLog& log)
-      : name_(std::move(name)), slot_(slot), clock_(clock), log_(log) {}
+  // Its schedule is the config's [probes.<name>] section's.
+  FakeProbe(std::string name, FakeClock& clock, RunLog& log) : name_(std::move(name)), clock_(clock), log_(log) {}
 
   std::string_view Name() const override { return name_; }
-  config::ProbeSchedule Schedule(const config::Config& config) const override { return ScheduleOf(config, slot_); }
-
-  ProbeOutcome Run(const probes::RunContext& context) override {
+  ProbeOutcome Measure(const probes::RunContext& context) override {
     Behavior behavior;
     nanoseconds advance;
     ProbeOutcome outcome;
@@ -188,7 +179,6 @@ class FakeProbe final : public probes::Probe {
 
  private:
   const std::string name_;
-  const Slot slot_;
   FakeClock& clock_;
   RunLog& log_;
   mutable std::mutex mu_;
@@ -207,8 +197,9 @@ config::Config BaseConfig() {
   config::Config config;
   config.scheduler.first_run_splay = 30s;
   config.scheduler.jitter = 0.1;
-  config.probes.cpu.schedule = {true, 5min, 1min};
-  config.probes.disk.schedule = {false, 15min, 5min};
+  // The fakes have no settings of their own: a bare section.
+  config.probes["cpu"] = {{true, 5min, 1min}, std::make_shared<config::ProbeSection>()};
+  config.probes["disk"] = {{false, 15min, 5min}, std::make_shared<config::ProbeSection>()};
   return config;
 }
 
@@ -239,8 +230,8 @@ struct Harness {
   prometheus::Registry registry;
   FrameworkMetrics metrics{registry};
   RunLog log;
-  FakeProbe cpu{"cpu", Slot::kCpu, clock, log};
-  FakeProbe disk{"disk", Slot::kDisk, clock, log};
+  FakeProbe cpu{"cpu", clock, log};
+  FakeProbe disk{"disk", clock, log};
   Scheduler scheduler;
 };
 
@@ -288,7 +279,7 @@ TEST(SchedulerTest, FirstRunIsSplayedWithinFirstRunSplayAndNotBeforeDue) {
 TEST(SchedulerTest, FirstRunSplayIsCappedByAShortInterval) {
   for (std::uint64_t seed = 0; seed < 100; ++seed) {
     Harness h(seed);
-    h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes.cpu.schedule.interval = 10s; }));
+    h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes["cpu"].schedule.interval = 10s; }));
     const nanoseconds delay = h.Status("cpu").due_in;
     ASSERT_GE(delay, 0ns) << "seed " << seed;
     ASSERT_LT(delay, 10s) << "seed " << seed;
@@ -354,7 +345,7 @@ TEST(SchedulerTest, PeriodIsMeasuredFromTheStartOfTheRun) {
 
 TEST(SchedulerTest, DisabledProbeNeverRunsAndReEnablingSchedulesIt) {
   Harness h;
-  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes.cpu.schedule.enabled = false; }));
+  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes["cpu"].schedule.enabled = false; }));
   EXPECT_EQ(h.scheduler.RunDue(), steady_clock::time_point::max());
   h.clock.Advance(24h);
   EXPECT_EQ(h.scheduler.RunDue(), steady_clock::time_point::max());
@@ -377,7 +368,7 @@ TEST(SchedulerTest, DisablingAProbeStopsItsRuns) {
   h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.scheduler.first_run_splay = 0s; }));
   h.scheduler.RunDue();
   ASSERT_EQ(h.cpu.runs(), 1);
-  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes.cpu.schedule.enabled = false; }));
+  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes["cpu"].schedule.enabled = false; }));
   h.clock.Advance(1h);
   EXPECT_EQ(h.scheduler.RunDue(), steady_clock::time_point::max());
   EXPECT_EQ(h.cpu.runs(), 1);
@@ -390,7 +381,7 @@ TEST(SchedulerTest, ReApplyingAnUnchangedIntervalKeepsTheSchedule) {
   h.clock.Advance((due - h.clock.Now()) / 2);
   // Same interval, other timeout and splay: the place in the schedule stays.
   h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) {
-    c.probes.cpu.schedule.timeout = 2min;
+    c.probes["cpu"].schedule.timeout = 2min;
     c.scheduler.first_run_splay = 1s;
   }));
   EXPECT_EQ(h.DueAt("cpu"), due);
@@ -410,7 +401,7 @@ TEST(SchedulerTest, ChangingTheIntervalReschedules) {
   const auto old_next = h.scheduler.RunDue();  // 270..330 s away
   ASSERT_EQ(h.cpu.runs(), 1);
   const auto changed_at = h.clock.Now();
-  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes.cpu.schedule.interval = 10min; }));
+  h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) { c.probes["cpu"].schedule.interval = 10min; }));
   const auto new_due = h.DueAt("cpu");
   EXPECT_NE(new_due, old_next);
   EXPECT_GE(new_due, changed_at);
@@ -433,13 +424,13 @@ TEST(SchedulerTest, DueProbesRunOneAtATimeMostOverdueFirst) {
     // then the more overdue, whatever the registration order.
     h.scheduler.ApplyConfig(MakeConfig([&](config::Config& c) {
       c.scheduler.first_run_splay = 0s;
-      c.probes.cpu.schedule.enabled = cpu_first;
-      c.probes.disk.schedule.enabled = !cpu_first;
+      c.probes["cpu"].schedule.enabled = cpu_first;
+      c.probes["disk"].schedule.enabled = !cpu_first;
     }));
     h.clock.Advance(1s);
     h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) {
       c.scheduler.first_run_splay = 0s;
-      c.probes.disk.schedule.enabled = true;
+      c.probes["disk"].schedule.enabled = true;
     }));
     h.cpu.set_advance(3s);
     h.disk.set_advance(3s);
@@ -567,7 +558,7 @@ TEST(SchedulerTest, ProbeStoppingAtItsDeadlineIsATimeoutFailure) {
   Harness h;
   h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) {
     c.scheduler.first_run_splay = 0s;
-    c.probes.cpu.schedule.timeout = 50ms;
+    c.probes["cpu"].schedule.timeout = 50ms;
   }));
   h.cpu.set_behavior(FakeProbe::Behavior::kBlockUntilShouldStop);
   const auto started = steady_clock::now();
@@ -582,7 +573,7 @@ TEST(SchedulerTest, ProbeIgnoringItsDeadlineIsCancelledAndCountedAsTimeout) {
   Harness h;
   h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) {
     c.scheduler.first_run_splay = 0s;
-    c.probes.cpu.schedule.timeout = 50ms;
+    c.probes["cpu"].schedule.timeout = 50ms;
   }));
   // Watches only the cancel flag: the scheduler has to raise it.
   h.cpu.set_behavior(FakeProbe::Behavior::kBlockUntilCancelled);
@@ -682,7 +673,7 @@ TEST(SchedulerTest, RunPicksUpAConfigAppliedWhileWaiting) {
   Harness h;
   h.scheduler.ApplyConfig(MakeConfig([](config::Config& c) {
     c.scheduler.first_run_splay = 0s;
-    c.probes.cpu.schedule.enabled = false;
+    c.probes["cpu"].schedule.enabled = false;
   }));
   Heartbeats heartbeats;
   auto result = std::async(std::launch::async, [&] { return h.scheduler.Run(heartbeats.Callback(), 10ms); });
@@ -752,7 +743,7 @@ struct GatedHarness {
   prometheus::Registry registry;
   FrameworkMetrics metrics{registry};
   RunLog log;
-  FakeProbe cpu{"cpu", Slot::kCpu, clock, log};
+  FakeProbe cpu{"cpu", clock, log};
   ImpactGate gate;
   Scheduler scheduler;
 };
@@ -762,7 +753,7 @@ std::shared_ptr<const config::Config> GatedConfig(double busy_cpu_pressure = 0) 
   return MakeConfig([&](config::Config& c) {
     c.scheduler.first_run_splay = 0s;
     c.scheduler.jitter = 0;
-    c.probes.cpu.schedule = {true, 1min, 30s};
+    c.probes["cpu"].schedule = {true, 1min, 30s};
     c.budget.cpu_seconds_per_hour = 10;
     c.budget.busy_cpu_pressure = busy_cpu_pressure;
   });

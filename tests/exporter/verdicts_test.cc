@@ -1,5 +1,3 @@
-#include "hostperf/exporter/verdicts.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +11,9 @@ namespace hostperf::exporter {
 namespace {
 
 using nlohmann::json;
+using probes::Figure;
+using probes::HeadlineFigures;
+using probes::Verdict;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;

@@ -39,6 +39,7 @@
 #include "hostperf/config/config.h"
 #include "hostperf/probes/disk/block.h"
 #include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/module.h"
 #include "hostperf/probes/disk/scratch.h"
 #include "hostperf/probes/probe.h"
 #include "net_http_fault_harness.h"
@@ -457,17 +458,16 @@ TEST(DiskFault, BlockCorruptedOnDiskBetweenWriteAndReadBack) {
   deps.registry = &registry;
   deps.state_directory = dir.path() + "/state";
   const auto probe = probes::disk::CreateDiskProbe(deps);
-  auto config = config::Defaults();
-  config.probes.disk.directories = {data};
-  config.probes.disk.bytes_per_run = 1024 * 1024;
-  config.probes.disk.max_buffer_size = kBlock;
-  config.probes.disk.reserve = 1024;
+  auto config = probes::DefaultConfig();
+  auto& disk = config.EditSettings<probes::disk::DiskProbeConfig>();
+  disk.directories = {data};
+  disk.bytes_per_run = 1024 * 1024;
+  disk.max_buffer_size = kBlock;
+  disk.reserve = 1024;
   std::atomic<bool> cancel{false};
   std::vector<std::string> corrupted;
   const auto run = [&](bool corrupt) {
-    probes::RunContext ctx;
-    ctx.mode = probes::RunMode::kScheduled;
-    ctx.config = std::make_shared<const config::Config>(config);
+    probes::RunContext ctx = probes::MakeRunContext(config, "disk", probes::RunMode::kScheduled);
     ctx.cancel = &cancel;
     ctx.on_progress = [&](const probes::Progress&) {
       if (!corrupt || !corrupted.empty()) return;

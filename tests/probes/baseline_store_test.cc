@@ -19,8 +19,8 @@ using nlohmann::json;
 
 constexpr std::time_t kNow = 1764672000;
 
-config::CpuProbeConfig Calibrating(std::uint32_t runs) {
-  config::CpuProbeConfig config;
+CpuProbeConfig Calibrating(std::uint32_t runs) {
+  CpuProbeConfig config;
   config.calibration_runs = runs;
   return config;
 }

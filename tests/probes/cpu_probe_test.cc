@@ -12,6 +12,7 @@
 
 #include "hostperf/probes/build_info.h"
 #include "hostperf/probes/cpu/cpu_probe_seams.h"
+#include "hostperf/probes/cpu/module.h"
 #include "hostperf/probes/cpu/workload.h"
 #include "temp_dir.h"
 
@@ -37,11 +38,12 @@ std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families
 class CpuProbeTest : public ::testing::Test {
  protected:
   CpuProbeTest() {
-    auto config = std::make_shared<config::Config>();
-    config->probes.cpu.throttle_samples = 5;
-    config->probes.cpu.high_load_spin = 200us;
-    config->probes.cpu.low_load_gap = 1ms;
-    config->probes.cpu.calibration_runs = 2;
+    auto config = std::make_shared<config::Config>(DefaultConfig());
+    auto& cpu = config->EditSettings<CpuProbeConfig>();
+    cpu.throttle_samples = 5;
+    cpu.high_load_spin = 200us;
+    cpu.low_load_gap = 1ms;
+    cpu.calibration_runs = 2;
     config_ = config;
   }
 
@@ -53,9 +55,7 @@ class CpuProbeTest : public ::testing::Test {
   }
 
   RunContext Context(RunMode mode = RunMode::kScheduled) const {
-    RunContext ctx;
-    ctx.mode = mode;
-    ctx.config = config_;
+    RunContext ctx = MakeRunContext(*config_, "cpu", mode);
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
     return ctx;
   }
@@ -74,11 +74,11 @@ class CpuProbeTest : public ::testing::Test {
 TEST_F(CpuProbeTest, NameAndSchedule) {
   auto probe = MakeProbe();
   EXPECT_EQ(probe->Name(), "cpu");
-  config::Config config;
-  config.probes.cpu.schedule.interval = 7min;
-  EXPECT_EQ(probe->Schedule(config).interval, 7min);
+  config::Config config = DefaultConfig();
+  config.Section("cpu").schedule.interval = 7min;
+  EXPECT_EQ(MakeRunContext(config, "cpu", RunMode::kScheduled).schedule.interval, 7min);
   const auto all = AllProbes();
-  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const auto& r) { return r.name == "cpu"; }));
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const auto* m) { return m->name == "cpu"; }));
 }
 
 TEST_F(CpuProbeTest, ScheduledRunSucceedsAndExportsMetrics) {
@@ -155,7 +155,7 @@ TEST_F(CpuProbeTest, BaselineCalibratesThenRatiosAreExported) {
 
 TEST_F(CpuProbeTest, ConfigBaselineIsUsedFromTheFirstRun) {
   auto config = std::make_shared<config::Config>(*config_);
-  config->probes.cpu.baselines[build_info::kFingerprint] = 50ms;
+  config->EditSettings<CpuProbeConfig>().baselines[build_info::kFingerprint] = 50ms;
   config_ = config;
   auto probe = MakeProbe();
   const ProbeOutcome outcome = probe->Run(Context());
@@ -218,8 +218,8 @@ TEST_F(CpuProbeTest, FullRunPastItsDeadlineTimesOut) {
 
 TEST_F(CpuProbeTest, WorksWithoutARegistryOrStateDirectory) {
   auto probe = CreateCpuProbe(ProbeDeps{});
-  RunContext ctx = Context();
-  ctx.config = nullptr;  // the CLI without a config file: built-in defaults
+  // The CLI without a config file: built-in defaults.
+  RunContext ctx = MakeRunContext(DefaultConfig(), "cpu", RunMode::kScheduled);
   EXPECT_EQ(probe->Run(ctx).status, ProbeOutcome::Status::kSuccess);
 }
 

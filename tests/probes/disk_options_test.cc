@@ -27,8 +27,7 @@ TEST(DiskOptionsTest, VioperfCommandLine) {
   ASSERT_TRUE(parsed.ok()) << parsed.error();
   EXPECT_EQ(parsed->log_file, "/tmp/x.json");
   EXPECT_TRUE(parsed->condense_log);
-  const auto options = ParseFullRunOptions(parsed->options);
-  ASSERT_TRUE(options.ok()) << options.error();
+  const FullRunOptions* options = &parsed->options;
   EXPECT_EQ(options->duration, 60s);
   EXPECT_EQ(options->log_interval, 2s);
   EXPECT_EQ(options->thread_count, 3u);
@@ -94,7 +93,7 @@ TEST(DiskOptionsTest, HelpAndDirectoriesAfterDoubleDash) {
   EXPECT_TRUE(ParseIoCommand({"--help"})->help);
   const auto parsed = ParseIoCommand({"--", "--odd-dir-name"});
   ASSERT_TRUE(parsed.ok());
-  EXPECT_EQ(parsed->options["directories"], json({"--odd-dir-name"}));
+  EXPECT_EQ(parsed->options.directories, std::vector<std::string>{"--odd-dir-name"});
 }
 
 }  // namespace

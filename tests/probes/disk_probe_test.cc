@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "hostperf/probes/disk/module.h"
+#include "probe_test_util.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::disk {
@@ -29,23 +31,22 @@ class DiskProbeTest : public ::testing::Test {
     deps_.registry = &registry_;
     deps_.state_directory = state_.path();
     probe_ = CreateDiskProbe(deps_);
-    config_.probes.disk.directories = {data_.path().string()};
-    config_.probes.disk.bytes_per_run = 512 * 1024;
-    config_.probes.disk.max_buffer_size = 64 * 1024;
-    config_.probes.disk.reserve = 1;
+    Disk().directories = {data_.path().string()};
+    Disk().bytes_per_run = 512 * 1024;
+    Disk().max_buffer_size = 64 * 1024;
+    Disk().reserve = 1;
     // Tests run on whatever /tmp is; the O_DIRECT path has its own tests.
-    config_.probes.disk.disable_direct_io = true;
+    Disk().disable_direct_io = true;
   }
 
   ProbeOutcome Run(RunMode mode, json options = nullptr) {
-    RunContext ctx;
-    ctx.mode = mode;
-    ctx.config = std::make_shared<const config::Config>(config_);
-    ctx.options = std::move(options);
+    RunContext ctx = MakeRunContext(config_, "disk", mode);
     ctx.cancel = &cancel_;
     ctx.on_report = [this](const json& entry) { reports_.push_back(entry); };
-    return probe_->Run(ctx);
+    return test_support::RunParsed(*probe_, ctx, options);
   }
+
+  DiskProbeConfig& Disk() { return config_.EditSettings<DiskProbeConfig>(); }
 
   std::string Exposition() { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
 
@@ -54,7 +55,7 @@ class DiskProbeTest : public ::testing::Test {
   prometheus::Registry registry_;
   ProbeDeps deps_;
   std::unique_ptr<Probe> probe_;
-  config::Config config_ = config::Defaults();
+  config::Config config_ = DefaultConfig();
   std::atomic<bool> cancel_{false};
   std::vector<json> reports_;
 };
@@ -84,7 +85,7 @@ TEST_F(DiskProbeTest, ScheduledRunMeasuresAllFourTestsAndLeavesNothing) {
 }
 
 TEST_F(DiskProbeTest, DefaultDirectoryIsUnderTheStateDirectory) {
-  config_.probes.disk.directories.clear();
+  Disk().directories.clear();
   const auto outcome = Run(RunMode::kScheduled);
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["directories"][0]["directory"], (state_.path() / "disk").string());
@@ -101,7 +102,7 @@ TEST_F(DiskProbeTest, HourlyBudgetSkipsOnceSpent) {
 }
 
 TEST_F(DiskProbeTest, FreeSpaceGuardSkipsScheduledAndFailsFull) {
-  config_.probes.disk.reserve = 1ULL << 60;  // more than any disk
+  Disk().reserve = 1ULL << 60;  // more than any disk
   const auto scheduled = Run(RunMode::kScheduled);
   EXPECT_EQ(scheduled.status, Status::kSkipped);
   EXPECT_EQ(scheduled.reason, "no_space");

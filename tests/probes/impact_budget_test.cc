@@ -57,16 +57,32 @@ TEST_F(ImpactBudgetTest, RefundSettlesAReservationAndChargeRecordsMeasuredUse) {
   EXPECT_TRUE(budget_.Exhausted(BudgetResource::kCpuSeconds));
 }
 
-TEST_F(ImpactBudgetTest, BudgetForPrefersTheSchedulersAndElseUsesTheConfigLimits) {
+// Records the budget each run was given.
+class BudgetProbe final : public Probe {
+ public:
+  std::string_view Name() const override { return "budget"; }
+  ImpactBudget* seen = nullptr;
+  double disk_limit = 0;
+
+ protected:
+  ProbeOutcome Measure(const RunContext& context) override {
+    seen = context.budget;
+    disk_limit = context.budget->Limit(BudgetResource::kDiskBytes);
+    return ProbeOutcome::Success({});
+  }
+};
+
+TEST_F(ImpactBudgetTest, RunUsesTheSchedulersBudgetAndElseLendsOneWithTheConfigLimits) {
+  BudgetProbe probe;
   RunContext context;
-  auto config = std::make_shared<config::Config>();
-  config->budget.disk_bytes_per_hour = 1234;
-  context.config = config;
-  ImpactBudget fallback([this] { return now_; });
-  EXPECT_EQ(&BudgetFor(context, fallback), &fallback);
-  EXPECT_EQ(fallback.Limit(BudgetResource::kDiskBytes), 1234);
+  context.budget_limits.disk_bytes_per_hour = 1234;
+  probe.Run(context);
+  ASSERT_NE(probe.seen, nullptr);
+  EXPECT_NE(probe.seen, &budget_);
+  EXPECT_EQ(probe.disk_limit, 1234);
   context.budget = &budget_;
-  EXPECT_EQ(&BudgetFor(context, fallback), &budget_);
+  probe.Run(context);
+  EXPECT_EQ(probe.seen, &budget_);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "hostperf/config/config.h"
+#include "hostperf/probes/memory/module.h"
+#include "probe_test_util.h"
 
 namespace hostperf::probes::memory {
 namespace {
@@ -42,16 +44,12 @@ struct Fixture {
     deps.registry = &registry;
     deps.roots = SystemRoots{kFixtures / proc, kFixtures / sys};
     probe = CreateMemoryProbe(deps, std::move(seams));
-    auto c = config::Defaults();
-    c.probes.memory.memory_budget = 3 * 8 * 50'000;  // keeps the test short
+    auto c = DefaultConfig();
+    c.EditSettings<MemoryProbeConfig>().memory_budget = 3 * 8 * 50'000;  // keeps the test short
     config = std::make_shared<const config::Config>(c);
   }
   ProbeOutcome Run(RunMode mode, json options = nullptr) {
-    RunContext context;
-    context.mode = mode;
-    context.config = config;
-    context.options = std::move(options);
-    return probe->Run(context);
+    return test_support::RunParsed(*probe, MakeRunContext(*config, "memory", mode), options);
   }
   prometheus::Registry registry;
   std::unique_ptr<Probe> probe;
@@ -61,7 +59,7 @@ struct Fixture {
 TEST(MemoryProbeTest, NameAndSchedule) {
   Fixture f;
   EXPECT_EQ(f.probe->Name(), "memory");
-  EXPECT_EQ(f.probe->Schedule(*f.config).interval, config::Defaults().probes.memory.schedule.interval);
+  EXPECT_EQ(MakeRunContext(*f.config, "memory", RunMode::kScheduled).schedule.interval, std::chrono::minutes(15));
 }
 
 TEST(MemoryProbeTest, ScheduledRunIsOneThreadWithinTheBudgetAndFlagsCacheResidency) {
@@ -73,7 +71,7 @@ TEST(MemoryProbeTest, ScheduledRunIsOneThreadWithinTheBudgetAndFlagsCacheResiden
   EXPECT_EQ(r["threads"], 1);
   EXPECT_EQ(r["iterations"], kScheduledIterations);
   EXPECT_EQ(r["array_elements"], 50'000);
-  EXPECT_LE(r["total_bytes"].get<std::uint64_t>(), f.config->probes.memory.memory_budget);
+  EXPECT_LE(r["total_bytes"].get<std::uint64_t>(), f.config->Settings<MemoryProbeConfig>().memory_budget);
   // Fixture LLC: 30 MiB on each of two packages; 1.2 MB of arrays are cache-resident.
   EXPECT_EQ(r["llc_total_bytes"], 2 * 30720 * 1024);
   EXPECT_EQ(r["cache_resident"], true);
@@ -128,7 +126,7 @@ TEST(MemoryProbeTest, BadOptionsFail) {
   Fixture f;
   const ProbeOutcome outcome = f.Run(RunMode::kFull, {{"iterations", 1}});
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
-  EXPECT_EQ(outcome.reason, "invalid_options");
+  EXPECT_EQ(outcome.reason, "bad_options");  // parsed at the edge: the probe never sees them
   EXPECT_NE(outcome.message.find("iterations"), std::string::npos);
 }
 
@@ -149,8 +147,7 @@ TEST(MemoryProbeTest, ValidationFailureIsAFailureAndCounted) {
 TEST(MemoryProbeTest, CancelledRunFails) {
   Fixture f;
   std::atomic<bool> cancel{true};
-  RunContext context;
-  context.config = f.config;
+  RunContext context = MakeRunContext(*f.config, "memory", RunMode::kScheduled);
   context.cancel = &cancel;
   const ProbeOutcome outcome = f.probe->Run(context);
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
@@ -176,10 +173,10 @@ TEST(ParseMemoryOptionsTest, ValidAndInvalid) {
 TEST(ParseMemoryCommandTest, Flags) {
   auto parsed = ParseMemoryCommand({"-s", "20000", "--ntimes", "5", "-t", "2", "--json"});
   ASSERT_TRUE(parsed.ok()) << parsed.error();
-  EXPECT_EQ(parsed->options, json({{"array_elements", 20000}, {"iterations", 5}, {"threads", 2}}));
+  EXPECT_EQ(ToJson(parsed->options), json({{"array_elements", 20000}, {"iterations", 5}, {"threads", 2}}));
   EXPECT_TRUE(parsed->json);
   EXPECT_TRUE(ParseMemoryCommand({"--help"})->help);
-  EXPECT_TRUE(ParseMemoryCommand({})->options.empty());
+  EXPECT_TRUE(ToJson(ParseMemoryCommand({})->options).empty());
   for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
            {"-s"}, {"-s", "x"}, {"-s", "-5"}, {"-n", "1"}, {"-t", "0"}, {"--bogus"}, {"-s", "12abc"}}) {
     EXPECT_FALSE(ParseMemoryCommand(bad).ok()) << bad[0];

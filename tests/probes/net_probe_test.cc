@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "hostperf/probes/net/module.h"
+
 namespace hostperf::probes::net {
 namespace {
 
@@ -29,24 +31,24 @@ std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families
 class NetProbeTest : public ::testing::Test {
  protected:
   NetProbeTest() {
-    config_.probes.net.ports = {0};  // ephemeral responder port
-    config_.probes.net.packets_per_cycle = 5;
-    config_.probes.net.packet_interval = 1ms;
-    config_.probes.net.reply_timeout = 1s;  // returns once answered; generous for a loaded machine
-    config_.probes.net.throughput_duration = 100ms;
-    config_.probes.net.throughput_rate = 8 << 20;
+    Net().ports = {0};  // ephemeral responder port
+    Net().packets_per_cycle = 5;
+    Net().packet_interval = 1ms;
+    Net().reply_timeout = 1s;  // returns once answered; generous for a loaded machine
+    Net().throughput_duration = 100ms;
+    Net().throughput_rate = 8 << 20;
     ProbeDeps deps;
     deps.registry = registry_.get();
     probe_ = CreateNetProbe(deps);
-    probe_->StartServices(config_);
+    probe_->StartServices(config_.Section("net"));
   }
 
   RunContext Context(RunMode mode, nlohmann::json options = nullptr) {
-    RunContext ctx;
-    ctx.mode = mode;
-    ctx.config = std::make_shared<config::Config>(config_);
+    RunContext ctx = MakeRunContext(config_, "net", mode);
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    ctx.options = std::move(options);
+    auto parsed = ParseProbeOptions("net", options);  // once, at the edge, as the run API does
+    EXPECT_TRUE(parsed.ok()) << parsed.error();
+    if (parsed) ctx.options = std::move(parsed).value();
     return ctx;
   }
 
@@ -56,7 +58,9 @@ class NetProbeTest : public ::testing::Test {
     return outcome.result["peers"][0]["address"].get<std::string>();
   }
 
-  config::Config config_;
+  NetProbeConfig& Net() { return config_.EditSettings<NetProbeConfig>(); }
+
+  config::Config config_ = DefaultConfig();
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<Probe> probe_;
 };
@@ -87,7 +91,7 @@ TEST_F(NetProbeTest, DefaultsProbeTheOwnResponder) {
 
 TEST_F(NetProbeTest, UnresolvableAndDeadPeersDoNotStallOthers) {
   const std::string self = SelfAddress();
-  config_.probes.net.peers = {"nonexistent.invalid", "127.0.0.1:1", self};
+  Net().peers = {"nonexistent.invalid", "127.0.0.1:1", self};
   const auto started = std::chrono::steady_clock::now();
   const auto outcome = probe_->Run(Context(RunMode::kScheduled));
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
@@ -146,25 +150,23 @@ TEST_F(NetProbeTest, FullRunTablesAndBadHosts) {
 }
 
 TEST(NetOptionsTest, Validation) {
-  EXPECT_EQ(ValidateNetOptions(nlohmann::json::object()), "");
-  EXPECT_EQ(ValidateNetOptions(
-                {{"tests", {"latency"}}, {"datarate", 0}, {"duration", 1}, {"ports", nlohmann::json::array({14159})}}),
-            "");
-  EXPECT_NE(ValidateNetOptions({{"tests", {"speed"}}}), "");
-  EXPECT_NE(ValidateNetOptions({{"duration", 0}}), "");
-  EXPECT_NE(ValidateNetOptions({{"datarate", -1}}), "");
-  EXPECT_NE(ValidateNetOptions({{"hosts", {"bad host"}}}), "");
-  EXPECT_NE(ValidateNetOptions({{"ports", nlohmann::json::array({70000})}}), "");
-  EXPECT_NE(ValidateNetOptions({{"ports", nlohmann::json::array({-1})}}), "");
-  EXPECT_NE(ValidateNetOptions({{"bogus", 1}}), "");
+  EXPECT_TRUE(ParseNetOptions(nlohmann::json::object()).ok());
+  EXPECT_TRUE(ParseNetOptions(
+                  {{"tests", {"latency"}}, {"datarate", 0}, {"duration", 1}, {"ports", nlohmann::json::array({14159})}})
+                  .ok());
+  EXPECT_FALSE(ParseNetOptions({{"tests", {"speed"}}}).ok());
+  EXPECT_FALSE(ParseNetOptions({{"duration", 0}}).ok());
+  EXPECT_FALSE(ParseNetOptions({{"datarate", -1}}).ok());
+  EXPECT_FALSE(ParseNetOptions({{"hosts", {"bad host"}}}).ok());
+  EXPECT_FALSE(ParseNetOptions({{"ports", nlohmann::json::array({70000})}}).ok());
+  EXPECT_FALSE(ParseNetOptions({{"ports", nlohmann::json::array({-1})}}).ok());
+  EXPECT_FALSE(ParseNetOptions({{"bogus", 1}}).ok());
 }
 
 TEST(NetProbeNoServicesTest, WithoutSecretFileTheCliCannotAuthenticate) {
   ProbeDeps deps;
   auto probe = CreateNetProbe(deps);  // no StartServices: the CLI's situation
-  RunContext ctx;
-  ctx.mode = RunMode::kFull;
-  ctx.config = std::make_shared<config::Config>();
+  const RunContext ctx = MakeRunContext(DefaultConfig(), "net", RunMode::kFull);
   const auto outcome = probe->Run(ctx);
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "no_secret");

@@ -38,12 +38,6 @@ void ImpactBudget::SetLimits(const config::BudgetConfig& budget) {
   SetLimit(BudgetResource::kNetBytes, static_cast<double>(budget.net_bytes_per_hour));
 }
 
-ImpactBudget& BudgetFor(const RunContext& ctx, ImpactBudget& fallback) {
-  if (ctx.budget != nullptr) return *ctx.budget;
-  fallback.SetLimits(ctx.config ? ctx.config->budget : config::BudgetConfig{});
-  return fallback;
-}
-
 double ImpactBudget::Limit(BudgetResource resource) const {
   std::lock_guard lock(mu_);
   return ledgers_[static_cast<std::size_t>(resource)].limit;

@@ -1,5 +1,7 @@
 #include "hostperf/probes/probe.h"
 
+#include <cmath>
+
 namespace hostperf::probes {
 
 std::string_view ToString(RunMode mode) { return mode == RunMode::kFull ? "full" : "scheduled"; }
@@ -19,12 +21,52 @@ ProbeOutcome ProbeOutcome::Failure(std::string reason, std::string message, nloh
   return outcome;
 }
 
+ProbeOutcome ProbeOutcome::Failure(const hostperf::Failure& failure, nlohmann::json result) {
+  return Failure(failure.reason, failure.message, std::move(result));
+}
+
 ProbeOutcome ProbeOutcome::Skipped(std::string reason, std::string message) {
   ProbeOutcome outcome;
   outcome.status = Status::kSkipped;
   outcome.reason = std::move(reason);
   outcome.message = std::move(message);
   return outcome;
+}
+
+ProbeOutcome Probe::Run(const RunContext& context) {
+  std::unique_lock lock(run_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    return ProbeOutcome::Skipped("busy", "another " + std::string(Name()) + " run is in progress");
+  }
+  try {
+    if (context.budget != nullptr) return Measure(context);
+    own_budget_.SetLimits(context.budget_limits);
+    RunContext lent = context;
+    lent.budget = &own_budget_;
+    return Measure(lent);
+  } catch (const std::exception& e) {
+    return ProbeOutcome::Failure("internal_error", e.what());
+  } catch (...) {
+    return ProbeOutcome::Failure("internal_error", "unknown exception");
+  }
+}
+
+Result<std::chrono::nanoseconds> ParseDurationOption(const nlohmann::json& value) {
+  using R = Result<std::chrono::nanoseconds>;
+  if (value.is_string()) {
+    auto parsed = config::ParseDuration(value.get<std::string>());
+    if (!parsed) return R::Error(parsed.error());
+    return *parsed;
+  }
+  if (value.is_number()) {
+    const double seconds = value.get<double>();
+    // Written so that NaN fails too; a year bounds the conversion.
+    if (!(seconds >= 0 && seconds <= 365.0 * 86400)) {
+      return R::Error("expected a number of seconds from 0 to a year, got " + value.dump());
+    }
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+  }
+  return R::Error("expected a duration such as \"60s\" or a number of seconds, got " + std::string(value.type_name()));
 }
 
 }  // namespace hostperf::probes

@@ -108,7 +108,7 @@ void BaselineStore::Save() {
   }
 }
 
-Baseline BaselineStore::GetLocked(const std::string& fingerprint, const config::CpuProbeConfig& config) const {
+Baseline BaselineStore::GetLocked(const std::string& fingerprint, const CpuProbeConfig& config) const {
   Baseline baseline;
   baseline.samples_needed = std::max<std::size_t>(1, config.calibration_runs);
   if (auto it = entries_.find(fingerprint); it != entries_.end()) {
@@ -124,13 +124,13 @@ Baseline BaselineStore::GetLocked(const std::string& fingerprint, const config::
   return baseline;
 }
 
-Baseline BaselineStore::Get(const std::string& fingerprint, const config::CpuProbeConfig& config) const {
+Baseline BaselineStore::Get(const std::string& fingerprint, const CpuProbeConfig& config) const {
   std::lock_guard lock(mutex_);
   return GetLocked(fingerprint, config);
 }
 
 Baseline BaselineStore::AddCalibrationSample(const std::string& fingerprint, double cpu_seconds,
-                                             const config::CpuProbeConfig& config) {
+                                             const CpuProbeConfig& config) {
   std::lock_guard lock(mutex_);
   Baseline baseline = GetLocked(fingerprint, config);
   if (baseline.seconds || !(std::isfinite(cpu_seconds) && cpu_seconds > 0)) return baseline;

@@ -130,21 +130,14 @@ class CpuProbe final : public Probe {
         calibration_samples_(RegisterFamily(prometheus::BuildGauge(), "hostperf_cpu_baseline_calibration_samples",
                                             "Runs collected toward this binary's CPU baseline.", registry_)
                                  .Add({})) {
-    calibration_samples_.Set(
-        static_cast<double>(baselines_.Get(build_info::kFingerprint, config::CpuProbeConfig{}).samples));
+    calibration_samples_.Set(static_cast<double>(baselines_.Get(build_info::kFingerprint, CpuProbeConfig{}).samples));
   }
 
   std::string_view Name() const override { return "cpu"; }
 
-  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.cpu.schedule; }
-
-  ProbeOutcome Run(const RunContext& ctx) override {
-    return RunExclusive(run_mutex_, Name(), [&] { return RunLocked(ctx); });
-  }
-
  private:
-  ProbeOutcome RunLocked(const RunContext& ctx) {
-    const config::CpuProbeConfig config = ctx.config ? ctx.config->probes.cpu : config::CpuProbeConfig{};
+  ProbeOutcome Measure(const RunContext& ctx) override {
+    const auto& config = ctx.Settings<CpuProbeConfig>();
     const bool full = ctx.mode == RunMode::kFull;
     const auto started = std::chrono::steady_clock::now();
     const auto progress = [&](const char* test) {
@@ -216,7 +209,6 @@ class CpuProbe final : public Probe {
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
   BaselineStore baselines_;
-  std::mutex run_mutex_;
 
   prometheus::Family<prometheus::Gauge>& workload_cpu_;
   prometheus::Family<prometheus::Gauge>& workload_real_;

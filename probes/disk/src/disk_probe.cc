@@ -18,6 +18,7 @@
 
 #include "hostperf/config/units.h"
 #include "hostperf/probes/disk/block.h"
+#include "hostperf/probes/disk/module.h"
 #include "hostperf/probes/disk/options.h"
 #include "hostperf/probes/disk/scratch.h"
 #include "hostperf/probes/disk/workload.h"
@@ -248,38 +249,30 @@ class DiskProbe final : public Probe {
 
   std::string_view Name() const override { return "disk"; }
 
-  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.disk.schedule; }
-
-  void StartServices(const config::Config& config) override {
+  void StartServices(const config::ProbeConfig& section) override {
     // Each configured directory's verify error counter is exposed at 0 from
     // start-up (and every reload), before any run: increase() then alerts on
     // a bad block in the very first run (a series first scraped at 1 has no
     // increase).
-    if (!config.probes.disk.schedule.enabled) return;
-    for (const auto& path : ConfiguredDirectories(config.probes.disk)) verify_errors_.Add({{"directory", path}});
-  }
-
-  ProbeOutcome Run(const RunContext& ctx) override {
-    return RunExclusive(run_mutex_, Name(), [&] { return RunLocked(ctx); });
+    if (!section.schedule.enabled) return;
+    const auto& disk = dynamic_cast<const DiskProbeConfig&>(*section.settings);
+    for (const auto& path : ConfiguredDirectories(disk)) verify_errors_.Add({{"directory", path}});
   }
 
  private:
   // Under the state directory unless the config names directories.
   std::string DefaultDirectory() const { return (state_directory_ / "disk").string(); }
-  std::vector<std::string> ConfiguredDirectories(const config::DiskProbeConfig& config) const {
+  std::vector<std::string> ConfiguredDirectories(const DiskProbeConfig& config) const {
     return config.directories.empty() ? std::vector<std::string>{DefaultDirectory()} : config.directories;
   }
 
-  Result<Plan> MakePlan(const RunContext& ctx) const {
-    const config::DiskProbeConfig config = ctx.config ? ctx.config->probes.disk : config::DiskProbeConfig{};
+  Plan MakePlan(const RunContext& ctx) const {
+    const auto& config = ctx.Settings<DiskProbeConfig>();
     Plan plan;
     plan.full = ctx.mode == RunMode::kFull;
-    FullRunOptions options;
-    if (plan.full) {
-      auto parsed = ParseFullRunOptions(ctx.options);
-      if (!parsed) return Result<Plan>::Error(parsed.error());
-      options = parsed.value();
-    }
+    static const FullRunOptions kDefaults;
+    const FullRunOptions* given = plan.full ? ctx.Options<FullRunOptions>() : nullptr;
+    const FullRunOptions& options = given != nullptr ? *given : kDefaults;
     plan.directories = !options.directories.empty() ? options.directories : ConfiguredDirectories(config);
     if (plan.full) {
       plan.threads = options.thread_count > 0
@@ -302,10 +295,8 @@ class DiskProbe final : public Probe {
     return plan;
   }
 
-  ProbeOutcome RunLocked(const RunContext& ctx) {
-    auto plan_or = MakePlan(ctx);
-    if (!plan_or) return ProbeOutcome::Failure("bad_options", plan_or.error());
-    const Plan& plan = plan_or.value();
+  ProbeOutcome Measure(const RunContext& ctx) override {
+    const Plan plan = MakePlan(ctx);
     const auto topology = ReadCpuTopology(roots_);
     const int cores = std::max(1, topology.physical_cores);
     const auto start = Clock::now();
@@ -476,7 +467,7 @@ class DiskProbe final : public Probe {
 
   // Refuses a scheduled run whose planned writes would exceed the hourly disk budget.
   std::optional<DiskError> ChargeBudget(const RunContext& ctx, std::uint64_t bytes) {
-    if (auto over = BudgetFor(ctx, own_budget_).TrySpend(BudgetResource::kDiskBytes, static_cast<double>(bytes))) {
+    if (auto over = ctx.budget->TrySpend(BudgetResource::kDiskBytes, static_cast<double>(bytes))) {
       return DiskError{"budget_exhausted", "writing " + *over};
     }
     return std::nullopt;
@@ -503,9 +494,7 @@ class DiskProbe final : public Probe {
   std::filesystem::path state_directory_;
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
-  std::mutex run_mutex_;
   // Scheduled runs outside the daemon (tests) spend from this one.
-  ImpactBudget own_budget_{[] { return std::chrono::steady_clock::now(); }};
 
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& read_bytes_;

@@ -16,9 +16,7 @@ constexpr std::uint64_t kMaxBufferSize = 256ULL << 20;
 constexpr std::uint32_t kMaxThreads = 4096;
 
 Result<std::chrono::nanoseconds> Interval(const json& value, std::string_view key) {
-  if (!value.is_string())
-    return Result<std::chrono::nanoseconds>::Error(std::string(key) + ": expected an interval such as \"60s\"");
-  auto parsed = config::ParseDuration(value.get<std::string>());
+  auto parsed = ParseDurationOption(value);
   if (!parsed) return Result<std::chrono::nanoseconds>::Error(std::string(key) + ": " + parsed.error());
   if (parsed.value().count() <= 0)
     return Result<std::chrono::nanoseconds>::Error(std::string(key) + ": must be greater than 0");
@@ -79,9 +77,14 @@ the current directory), every block verified with CRC32C.
 Intervals: 60s, 60sec, 10min, 1hrs ...; sizes: 512b, 64k, 1mb, 1gigabyte.
 )";
 
-Result<FullRunOptions> ParseFullRunOptions(const json& options) {
+Result<FullRunOptions> ParseFullRunOptions(const json& options, std::optional<std::chrono::nanoseconds> duration) {
   using R = Result<FullRunOptions>;
   FullRunOptions out;
+  // The run's length, unless the options set their own below.
+  if (duration) {
+    if (duration->count() <= 0) return R::Error("duration: must be greater than 0");
+    out.duration = *duration;
+  }
   if (options.is_null()) return out;
   if (!options.is_object()) return R::Error("disk options: expected a JSON object");
   for (const auto& [key, value] : options.items()) {
@@ -131,10 +134,17 @@ Result<FullRunOptions> ParseFullRunOptions(const json& options) {
   return out;
 }
 
+Result<std::shared_ptr<const ProbeOptions>> ParseDiskModuleOptions(const json& options,
+                                                                   std::optional<std::chrono::nanoseconds> duration) {
+  auto parsed = ParseFullRunOptions(options, duration);
+  if (!parsed) return parsed.failure();
+  return std::shared_ptr<const ProbeOptions>(std::make_shared<FullRunOptions>(std::move(parsed).value()));
+}
+
 Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
   using R = Result<IoCommand>;
   IoCommand command;
-  json& options = command.options;
+  json options = json::object();
   // vioperf's valued options and their JSON keys.
   static const std::pair<std::string_view, std::string_view> kValued[] = {
       {"--duration", "duration"},         {"--log-interval", "log_interval"},
@@ -195,9 +205,10 @@ Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
     }
     if (!matched) return R::Error("unknown option \"" + arg + "\"");
   }
-  // Validate now so that a typo fails before any file is written.
+  // Parsed now so that a typo fails before any file is written.
   auto parsed = ParseFullRunOptions(options);
   if (!parsed) return R::Error(parsed.error());
+  command.options = std::move(parsed).value();
   return command;
 }
 

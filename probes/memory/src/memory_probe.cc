@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hostperf/probes/host_facts.h"
+#include "hostperf/probes/memory/module.h"
 
 namespace hostperf::probes::memory {
 
@@ -127,15 +128,9 @@ class MemoryProbe final : public Probe {
 
   std::string_view Name() const override { return "memory"; }
 
-  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.memory.schedule; }
-
-  ProbeOutcome Run(const RunContext& ctx) override {
-    return RunExclusive(run_mutex_, Name(), [&] { return RunLocked(ctx); });
-  }
-
  private:
-  Result<Plan> MakePlan(const RunContext& ctx) const {
-    const config::MemoryProbeConfig config = ctx.config ? ctx.config->probes.memory : config::MemoryProbeConfig{};
+  Plan MakePlan(const RunContext& ctx) const {
+    const auto& config = ctx.Settings<MemoryProbeConfig>();
     Plan plan;
     plan.mode = ctx.mode;
     plan.llc_bytes = ReadLastLevelCacheBytes(roots_);
@@ -148,8 +143,9 @@ class MemoryProbe final : public Probe {
       plan.stream.iterations = kScheduledIterations;
       plan.stream.threads = 1;
     } else {
-      const auto options = ParseMemoryOptions(ctx.options);
-      if (!options) return Result<Plan>::Error(options.error());
+      static const MemoryOptions kDefaults;
+      const MemoryOptions* options = ctx.Options<MemoryOptions>();
+      if (options == nullptr) options = &kDefaults;
       input.memory_available = ReadMemAvailableBytes(roots_);
       plan.sizing = options->array_elements ? SizingFor(*options->array_elements, input) : FullSizing(input);
       plan.stream.iterations = options->iterations.value_or(kFullIterations);
@@ -165,16 +161,15 @@ class MemoryProbe final : public Probe {
     return plan;
   }
 
-  ProbeOutcome RunLocked(const RunContext& ctx) {
-    auto plan = MakePlan(ctx);
-    if (!plan) return ProbeOutcome::Failure("invalid_options", plan.error());
+  ProbeOutcome Measure(const RunContext& ctx) override {
+    const Plan plan = MakePlan(ctx);
     if (ctx.on_progress) {
       Progress progress;
       progress.current_test = "stream";
       ctx.on_progress(progress);
     }
-    const StreamRun run = RunStream(plan->stream, ctx);
-    json result = ToJson(*plan, run);
+    const StreamRun run = RunStream(plan.stream, ctx);
+    json result = ToJson(plan, run);
     if (!run.error_reason.empty()) return ProbeOutcome::Failure(run.error_reason, run.error, std::move(result));
     if (!run.complete) {
       const std::string reason = ctx.Cancelled() ? "cancelled" : "timeout";
@@ -184,7 +179,7 @@ class MemoryProbe final : public Probe {
       validation_errors_.Increment();
       return ProbeOutcome::Failure("validation_failed", run.validation->message, std::move(result));
     }
-    Publish(*plan, run);
+    Publish(plan, run);
     return ProbeOutcome::Success(std::move(result));
   }
 
@@ -202,7 +197,6 @@ class MemoryProbe final : public Probe {
   SystemRoots roots_;
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
-  std::mutex run_mutex_;
   prometheus::Family<prometheus::Gauge>& bandwidth_;
   prometheus::Family<prometheus::Gauge>& cache_resident_;
   prometheus::Family<prometheus::Gauge>& array_bytes_;
@@ -233,6 +227,13 @@ Result<MemoryOptions> ParseMemoryOptions(const nlohmann::json& options) {
   return parsed;
 }
 
+Result<std::shared_ptr<const ProbeOptions>> ParseMemoryModuleOptions(const nlohmann::json& options,
+                                                                     std::optional<std::chrono::nanoseconds>) {
+  auto parsed = ParseMemoryOptions(options);
+  if (!parsed) return parsed.failure();
+  return std::shared_ptr<const ProbeOptions>(std::make_shared<MemoryOptions>(std::move(parsed).value()));
+}
+
 nlohmann::json ToJson(const MemoryOptions& options) {
   json out = json::object();
   if (options.array_elements) out["array_elements"] = *options.array_elements;
@@ -244,6 +245,7 @@ nlohmann::json ToJson(const MemoryOptions& options) {
 Result<MemoryCommand> ParseMemoryCommand(const std::vector<std::string>& args) {
   using R = Result<MemoryCommand>;
   MemoryCommand command;
+  json options = json::object();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const char* key = nullptr;
@@ -269,9 +271,11 @@ Result<MemoryCommand> ParseMemoryCommand(const std::vector<std::string>& args) {
     if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
       return R::Error("option " + arg + ": \"" + text + "\" is not a positive integer");
     }
-    command.options[key] = value;
+    options[key] = value;
   }
-  if (const auto valid = ParseMemoryOptions(command.options); !valid) return R::Error(valid.error());
+  auto parsed = ParseMemoryOptions(options);
+  if (!parsed) return R::Error(parsed.error());
+  command.options = std::move(parsed).value();
   return command;
 }
 

@@ -57,6 +57,7 @@ std::optional<double> ParseNumber(const std::string& text) {
 
 Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
   NetCommand command;
+  nlohmann::json options = nlohmann::json::object();
   std::vector<std::string> tests;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -69,14 +70,14 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
     } else if (arg == "--condense") {
       command.condense = true;
     } else if (arg == "--ignore-bad-hosts") {
-      command.options["ignore_bad_hosts"] = true;
+      options["ignore_bad_hosts"] = true;
     } else if (arg == "--list-tests") {
       command.list_tests = true;
     } else if (arg == "--datarate" || arg == "--duration") {
       const auto text = value();
       const auto number = text ? ParseNumber(*text) : std::nullopt;
       if (!number) return Result<NetCommand>::Error(arg + " needs a number");
-      command.options[arg == "--datarate" ? "datarate" : "duration"] = *number;
+      options[arg == "--datarate" ? "datarate" : "duration"] = *number;
     } else if (arg == "--hosts") {
       const auto text = value();
       if (!text) return Result<NetCommand>::Error("--hosts needs a list or a file");
@@ -90,7 +91,7 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
       }
       const auto hosts = SplitList(list);
       if (hosts.empty()) return Result<NetCommand>::Error("--hosts: no hosts in \"" + *text + "\"");
-      command.options["hosts"] = hosts;
+      options["hosts"] = hosts;
     } else if (arg == "--output-file") {
       const auto text = value();
       if (!text || text->empty()) return Result<NetCommand>::Error("--output-file needs a file name");
@@ -106,7 +107,7 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
         }
         ports.push_back(static_cast<int>(*number));
       }
-      command.options["ports"] = ports;
+      options["ports"] = ports;
     } else if (arg == "--log-level") {
       auto level = value();
       if (!level) return Result<NetCommand>::Error("--log-level needs a level");
@@ -121,10 +122,10 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
       tests.push_back(arg);
     }
   }
-  if (!tests.empty()) command.options["tests"] = tests;
-  if (const std::string error = ValidateNetOptions(command.options); !error.empty()) {
-    return Result<NetCommand>::Error(error);
-  }
+  if (!tests.empty()) options["tests"] = tests;
+  auto parsed = ParseNetOptions(options);
+  if (!parsed) return Result<NetCommand>::Error(parsed.error());
+  command.options = std::move(parsed).value();
   return command;
 }
 

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
@@ -71,7 +72,7 @@ auto& Family(Builder builder, const char* name, const char* help, prometheus::Re
   return builder.Name(name).Help(help).Register(registry);
 }
 
-std::string SelfName(const config::NetProbeConfig& config, std::uint16_t port) {
+std::string SelfName(const NetProbeConfig& config, std::uint16_t port) {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   return std::string(host) + ":" + std::to_string(config.ports.empty() ? port : config.ports.front());
@@ -194,14 +195,21 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   std::string_view Name() const override { return "net"; }
-  config::ProbeSchedule Schedule(const config::Config& config) const override { return config.probes.net.schedule; }
 
   // Called at start-up and after every successful reload: restarts the
   // responder only when its settings (or the secret file's content) changed,
   // so a reload can move ports or rotate the secret without a restart.
-  void StartServices(const config::Config& config) override {
+  void StartServices(const config::ProbeConfig& section) override {
+    ApplyResponderSettings(dynamic_cast<const NetProbeConfig&>(*section.settings));
+  }
+
+ private:
+  ProbeOutcome Measure(const RunContext& ctx) override {
+    return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx);
+  }
+
+  void ApplyResponderSettings(const NetProbeConfig& net) {
     std::lock_guard services_lock(services_mutex_);
-    const config::NetProbeConfig& net = config.probes.net;
     ResponderSettings wanted{net.bind_address, net.ports, net.secret_file, {}, net.max_connections, net.rate_limit};
     if (!net.secret_file.empty()) {
       auto secret = ReadSecretFile(net.secret_file);
@@ -265,12 +273,6 @@ class NetProbe final : public Probe, private ResponderObserver {
     responder_up_.Set(1);
   }
 
-  ProbeOutcome Run(const RunContext& ctx) override {
-    return RunExclusive(run_mutex_, Name(),
-                        [&] { return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx); });
-  }
-
- private:
   void OnRequest(std::string_view type) override { requests_.Add({{"type", std::string(type)}}).Increment(); }
   void OnDrop(std::string_view reason) override { dropped_.Add({{"reason", std::string(reason)}}).Increment(); }
 
@@ -285,7 +287,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     return responder_ ? std::string() : responder_error_;
   }
 
-  std::optional<Secret> ClientSecret(const config::NetProbeConfig& net, std::string* error) {
+  std::optional<Secret> ClientSecret(const NetProbeConfig& net, std::string* error) {
     {
       std::lock_guard lock(state_mutex_);
       if (responder_) return responder_secret_;
@@ -302,14 +304,14 @@ class NetProbe final : public Probe, private ResponderObserver {
     return secret.secret;
   }
 
-  std::uint16_t DefaultPort(const config::NetProbeConfig& net) {
+  std::uint16_t DefaultPort(const NetProbeConfig& net) {
     std::lock_guard lock(state_mutex_);
     if (!responder_ports_.empty()) return responder_ports_.front();
     return net.ports.empty() ? 14159 : net.ports.front();
   }
 
   // Configured peers plus the peers file; with neither, this host's own responder.
-  std::vector<PeerSpec> ConfiguredPeers(const config::NetProbeConfig& net, std::vector<std::string>* errors) {
+  std::vector<PeerSpec> ConfiguredPeers(const NetProbeConfig& net, std::vector<std::string>* errors) {
     const std::uint16_t port = DefaultPort(net);
     std::vector<std::string> entries = net.peers;
     if (!net.peers_file.empty()) {
@@ -337,12 +339,10 @@ class NetProbe final : public Probe, private ResponderObserver {
   // --- scheduled -------------------------------------------------------------
 
   ProbeOutcome RunScheduled(const RunContext& ctx) {
-    const config::Config defaults;
-    const config::Config& config = ctx.config ? *ctx.config : defaults;
-    const config::NetProbeConfig& net = config.probes.net;
+    const auto& net = ctx.Settings<NetProbeConfig>();
     // A responder that could not bind (a port still held by another process)
     // is retried every run, so it recovers without a restart.
-    if (!ResponderError().empty()) StartServices(config);
+    if (!ResponderError().empty()) ApplyResponderSettings(net);
     std::string error;
     const auto secret = ClientSecret(net, &error);
     if (!secret) {
@@ -358,7 +358,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     for (const auto& e : errors) spdlog::warn("net: {}", e);
     // A new epoch every interval: over time every pair gets probed.
     const auto interval_s =
-        std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(net.schedule.interval).count());
+        std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(ctx.schedule.interval).count());
     const auto epoch =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() /
         interval_s;
@@ -412,13 +412,13 @@ class NetProbe final : public Probe, private ResponderObserver {
     // Peers cannot probe this host while its responder is down: a fault of
     // this host, named as such rather than as its peers' silence.
     if (const std::string responder_error = ResponderError(); !responder_error.empty()) {
-      if (!up.empty()) result["throughput"] = ScheduledThroughput(ctx, config, *secret, SortedByName(std::move(up)));
+      if (!up.empty()) result["throughput"] = ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)));
       return ProbeOutcome::Failure("responder_down", "peer responder not running: " + responder_error, result);
     }
     if (!resolved.empty() && up.empty()) {
       return ProbeOutcome::Failure("all_peers_down", "no peer answered", result);
     }
-    result["throughput"] = ScheduledThroughput(ctx, config, *secret, SortedByName(std::move(up)));
+    result["throughput"] = ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)));
     return ProbeOutcome::Success(result);
   }
 
@@ -430,9 +430,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     return up;
   }
 
-  json ScheduledThroughput(const RunContext& ctx, const config::Config& config, const Secret& secret,
+  json ScheduledThroughput(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret,
                            const std::vector<std::pair<std::string, SocketAddress>>& up) {
-    const config::NetProbeConfig& net = config.probes.net;
     const auto skip = [&](const char* reason) {
       throughput_skipped_.Add({{"reason", reason}}).Increment();
       return json{{"skipped", reason}};
@@ -444,7 +443,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (up.empty()) return skip("no_peer");
     const auto planned = static_cast<std::uint64_t>(static_cast<double>(net.throughput_rate) *
                                                     std::chrono::duration<double>(net.throughput_duration).count());
-    ImpactBudget& budget = BudgetFor(ctx, own_budget_);
+    ImpactBudget& budget = *ctx.budget;
     if (budget.TrySpend(BudgetResource::kNetBytes, static_cast<double>(planned))) return skip("budget");
     // Round robin over peers; a BUSY peer keeps its turn and is retried next run.
     const auto& [name, address] = up[next_throughput_peer_ % up.size()];
@@ -481,24 +480,19 @@ class NetProbe final : public Probe, private ResponderObserver {
   // --- full --------------------------------------------------------------------
 
   ProbeOutcome RunFull(const RunContext& ctx) {
-    const config::Config defaults;
-    const config::Config& config = ctx.config ? *ctx.config : defaults;
-    config::NetProbeConfig net = config.probes.net;
-    const json& options = ctx.options.is_object() ? ctx.options : json::object();
-    if (const std::string bad = ValidateNetOptions(options); !bad.empty()) {
-      return ProbeOutcome::Failure("bad_options", bad);
-    }
-    if (options.contains("ports")) net.ports = options["ports"].get<std::vector<std::uint16_t>>();
-    if (options.contains("hosts")) {
-      net.peers = options["hosts"].get<std::vector<std::string>>();
+    NetProbeConfig net = ctx.Settings<NetProbeConfig>();
+    static const NetOptions kDefaults;
+    const NetOptions* given = ctx.Options<NetOptions>();
+    const NetOptions& options = given != nullptr ? *given : kDefaults;
+    if (options.ports) net.ports = *options.ports;
+    if (options.hosts) {
+      net.peers = *options.hosts;
       net.peers_file.clear();
     }
-    std::set<std::string> tests;
-    if (options.contains("tests")) tests = options["tests"].get<std::set<std::string>>();
+    std::set<std::string> tests(options.tests.begin(), options.tests.end());
     if (tests.empty()) tests.insert(FullRunTests().begin(), FullRunTests().end());
-    const double datarate = options.value("datarate", 0.0);
-    const double duration = options.value("duration", 1.0);
-    const bool ignore_bad = options.value("ignore_bad_hosts", false);
+    const double datarate = options.datarate;
+    const bool ignore_bad = options.ignore_bad_hosts;
 
     std::string error;
     const auto secret = ClientSecret(net, &error);
@@ -568,12 +562,12 @@ class NetProbe final : public Probe, private ResponderObserver {
         const std::string date = VnetperfDate();
         json per_rate = json::array();
         for (const auto& [name, address] : hosts) {
-          ThroughputOptions options;
-          options.test = std::string_view(test) == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
-          options.duration = std::chrono::nanoseconds(static_cast<std::int64_t>(duration * 1e9));
-          options.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
-          options.datagram_size = net.udp_datagram_size;
-          per_rate.push_back(ThroughputRow(date, test, rate, name, RunThroughput(address, options, *secret, stop)));
+          ThroughputOptions throughput;
+          throughput.test = std::string_view(test) == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
+          throughput.duration = options.duration;
+          throughput.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
+          throughput.datagram_size = net.udp_datagram_size;
+          per_rate.push_back(ThroughputRow(date, test, rate, name, RunThroughput(address, throughput, *secret, stop)));
         }
         for (const auto& row : per_rate) rows.push_back(row);
         rows.push_back(AverageRow(per_rate, date, test, rate));
@@ -620,7 +614,6 @@ class NetProbe final : public Probe, private ResponderObserver {
   prometheus::Family<prometheus::Counter>& dropped_;
   prometheus::Gauge& responder_up_;
 
-  std::mutex run_mutex_;
   std::mutex services_mutex_;  // serialises StartServices (start-up, reload, retry)
   std::mutex state_mutex_;
   std::unique_ptr<Responder> responder_;  // declared last among owners: stopped first
@@ -630,7 +623,6 @@ class NetProbe final : public Probe, private ResponderObserver {
   std::vector<std::uint16_t> responder_ports_;
   PeersFile peers_file_;
   // Scheduled runs outside the daemon (tests) spend from this one.
-  ImpactBudget own_budget_{[] { return std::chrono::steady_clock::now(); }};
   std::size_t next_throughput_peer_ = 0;
   bool next_is_udp_ = false;
 };
@@ -642,47 +634,70 @@ const std::vector<std::string>& FullRunTests() {
   return kTests;
 }
 
-std::string ValidateNetOptions(const json& options) {
-  if (!options.is_object()) return "options must be a JSON object";
-  for (const auto& [key, value] : options.items()) {
+Result<NetOptions> ParseNetOptions(const json& options, std::optional<std::chrono::nanoseconds> duration) {
+  using R = Result<NetOptions>;
+  if (!options.is_null() && !options.is_object()) return R::Error("options must be a JSON object");
+  NetOptions out;
+  if (duration) out.duration = *duration;  // the run's length, unless the options set their own
+  static const json kNone = json::object();
+  for (const auto& [key, value] : (options.is_null() ? kNone : options).items()) {
     if (key == "tests") {
-      if (!value.is_array()) return "tests: expected a list";
+      if (!value.is_array()) return R::Error("tests: expected a list");
       for (const auto& test : value) {
         if (!test.is_string() ||
             std::find(FullRunTests().begin(), FullRunTests().end(), test.get<std::string>()) == FullRunTests().end()) {
-          return "tests: unknown test " + test.dump() +
-                 " (known: latency, tcp-throughput, udp-throughput, connections)";
+          return R::Error("tests: unknown test " + test.dump() +
+                          " (known: latency, tcp-throughput, udp-throughput, connections)");
         }
+        out.tests.push_back(test.get<std::string>());
       }
     } else if (key == "datarate") {
       if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > 100000) {
-        return "datarate: expected MB/s between 0 and 100000";
+        return R::Error("datarate: expected MB/s between 0 and 100000");
       }
+      out.datarate = value.get<double>();
     } else if (key == "duration") {
-      if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 60) {
-        return "duration: expected seconds, greater than 0 and at most 60";
-      }
+      auto parsed = ParseDurationOption(value);
+      if (!parsed) return R::Error("duration: " + parsed.error());
+      out.duration = *parsed;
     } else if (key == "hosts") {
-      if (!value.is_array() || value.empty()) return "hosts: expected a non-empty list of host names";
+      if (!value.is_array() || value.empty()) return R::Error("hosts: expected a non-empty list of host names");
+      std::vector<std::string> hosts;
       for (const auto& host : value) {
-        if (!host.is_string()) return "hosts: expected strings";
+        if (!host.is_string()) return R::Error("hosts: expected strings");
         std::string error;
-        if (!ParsePeerSpec(host.get<std::string>(), 14159, &error)) return "hosts: " + error;
+        if (!ParsePeerSpec(host.get<std::string>(), 14159, &error)) return R::Error("hosts: " + error);
+        hosts.push_back(host.get<std::string>());
       }
+      out.hosts = std::move(hosts);
     } else if (key == "ignore_bad_hosts") {
-      if (!value.is_boolean()) return "ignore_bad_hosts: expected true or false";
+      if (!value.is_boolean()) return R::Error("ignore_bad_hosts: expected true or false");
+      out.ignore_bad_hosts = value.get<bool>();
     } else if (key == "ports") {
-      if (!value.is_array() || value.empty()) return "ports: expected a non-empty list";
+      if (!value.is_array() || value.empty()) return R::Error("ports: expected a non-empty list");
+      std::vector<std::uint16_t> ports;
       for (const auto& port : value) {
         if (!port.is_number_integer() || port.get<std::int64_t>() < 1 || port.get<std::int64_t>() > 65535) {
-          return "ports: expected port numbers 1 to 65535";
+          return R::Error("ports: expected port numbers 1 to 65535");
         }
+        ports.push_back(port.get<std::uint16_t>());
       }
+      out.ports = std::move(ports);
     } else {
-      return "unknown option \"" + key + "\"";
+      return R::Error("unknown option \"" + key + "\"");
     }
   }
-  return "";
+  if (out.duration <= std::chrono::nanoseconds::zero() || out.duration > kMaxTestDuration) {
+    return R::Error("duration: expected seconds, greater than 0 and at most 60");
+  }
+  return out;
+}
+
+Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const json& options,
+                                                                  std::optional<std::chrono::nanoseconds> duration) {
+  auto parsed = ParseNetOptions(options, duration);
+  if (!parsed) return parsed.failure();
+  return std::shared_ptr<const ProbeOptions>(std::make_shared<NetOptions>(std::move(parsed).value()));
 }
 
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) { return std::make_unique<NetProbe>(deps); }

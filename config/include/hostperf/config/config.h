@@ -5,12 +5,15 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hostperf/base/result.h"
+#include "hostperf/config/schema.h"
 #include "hostperf/config/units.h"
 
 namespace hostperf::config {
@@ -46,72 +49,11 @@ struct SchedulerConfig {
   double jitter = 0.1;
 };
 
-struct ProbeSchedule {
-  bool enabled = true;
-  Duration interval;
-  Duration timeout;
-};
-
-struct CpuProbeConfig {
-  ProbeSchedule schedule{true, 5min, 1min};
-  // Scheduled runs used to calibrate a new binary's baseline (median).
-  std::uint32_t calibration_runs = 5;
-  // Timings of the ~70 us task per load level in a scheduled run.
-  std::uint32_t throttle_samples = 25;
-  // Idle gap before each low-load timing (lets the core drop to a low state).
-  Duration low_load_gap = 10ms;
-  // Busy spin before each high-load timing.
-  Duration high_load_spin = 2ms;
-  // Per binary fingerprint: CPU time of the scheduled workload. Overrides
-  // calibration for that fingerprint.
-  std::map<std::string, Duration> baselines;
-};
-
-struct MemoryProbeConfig {
-  ProbeSchedule schedule{true, 15min, 1min};
-  std::uint64_t memory_budget = 256 * kMiB;
-};
-
-struct DiskProbeConfig {
-  ProbeSchedule schedule{true, 15min, 5min};
-  std::vector<std::string> directories;  // empty: <state_directory>/disk
-  std::uint64_t bytes_per_run = 64 * kMiB;
-  std::uint32_t threads = 1;  // scheduled runs (full runs: all online CPUs)
-  std::uint32_t files_per_thread = 1;
-  std::uint64_t max_buffer_size = 1 * kMiB;  // bytes per read/write
-  bool disable_direct_io = false;
-  bool disable_crc = false;
-  std::uint64_t reserve = 1 * kGiB;  // free space left untouched beyond the files
-};
-
-struct NetProbeConfig {
-  ProbeSchedule schedule{true, 30s, 20s};
-  std::string bind_address;  // empty: loopback only when no secret_file
-  std::vector<std::uint16_t> ports{14159};
-  std::string secret_file;
-  std::vector<std::string> peers;
-  std::string peers_file;
-  std::uint32_t max_peers_per_cycle = 8;
-  // Latency: UDP pings per peer per run, sent open-loop every packet_interval.
-  std::uint32_t packets_per_cycle = 20;
-  Duration packet_interval = 10ms;
-  Duration reply_timeout = 500ms;  // wait for replies after the last ping
-  // Scheduled throughput burst: one peer per run, TCP and UDP alternating,
-  // within budget.net_bytes_per_hour.
-  Duration throughput_duration = 250ms;
-  std::uint64_t throughput_rate = 32 * kMiB;  // bytes per second
-  std::uint32_t udp_datagram_size = 8192;     // bytes, 64 to 65000
-  // Responder: TCP connections at once (also the connection test's maximum)
-  // and UDP requests per second per source address.
-  std::uint32_t max_connections = 64;
-  std::uint32_t rate_limit = 1000;
-};
-
-struct ProbesConfig {
-  CpuProbeConfig cpu;
-  MemoryProbeConfig memory;
-  DiskProbeConfig disk;
-  NetProbeConfig net;
+// One [probes.<name>] section: the shared schedule keys and the owning
+// module's typed settings (never null in a loaded config).
+struct ProbeConfig {
+  ProbeSchedule schedule;
+  std::shared_ptr<const ProbeSection> settings;
 };
 
 struct Config {
@@ -119,19 +61,41 @@ struct Config {
   ApiConfig api;
   BudgetConfig budget;
   SchedulerConfig scheduler;
-  ProbesConfig probes;
+  // [probes.<name>], one per registered probe module.
+  std::map<std::string, ProbeConfig, std::less<>> probes;
   // Where it came from: a path, or "<embedded defaults>".
   std::string source = "<embedded defaults>";
+
+  // The typed settings of the section S describes (S::kName, e.g. "cpu").
+  // A config made without that section is a programming error (throws).
+  template <typename S>
+  const S& Settings() const {
+    return dynamic_cast<const S&>(*Section(S::kName).settings);
+  }
+  // A private copy of those settings to change (tests, tools).
+  template <typename S>
+  S& EditSettings() {
+    auto copy = std::make_shared<S>(Settings<S>());
+    S& edited = *copy;
+    probes.find(S::kName)->second.settings = std::move(copy);
+    return edited;
+  }
+  const ProbeConfig& Section(std::string_view name) const;
+  ProbeConfig& Section(std::string_view name);
 };
 
-// The embedded defaults (what runs with no --config.file).
-Config Defaults();
+// The embedded defaults (what runs with no --config.file), with a section
+// of defaults for each of `sections`.
+Config Defaults(std::span<const SectionSchema> sections = {});
 
 // Parses and validates TOML. Errors read "source:line:column: message"
 // (source is the file name given). Unknown keys, wrong types and
 // out-of-range values are errors.
-Result<Config> LoadString(std::string_view toml, std::string_view source);
-Result<Config> LoadFile(const std::filesystem::path& path);
+// `sections` are the [probes.<name>] tables known (the registered probes';
+// see probes::ConfigSections()); a section absent from the file gets its
+// defaults.
+Result<Config> LoadString(std::string_view toml, std::string_view source, std::span<const SectionSchema> sections = {});
+Result<Config> LoadFile(const std::filesystem::path& path, std::span<const SectionSchema> sections = {});
 
 // $STATE_DIRECTORY (systemd's StateDirectory=), else /var/lib/hostperf if it
 // is writable (or creatable), else ./hostperf-state. A configured

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/http_server.h"
 #include "hostperf/exporter/run_api.h"

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -10,28 +11,24 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/result.h"
+#include "hostperf/config/config.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {
 
 // The one full-run code path shared by the CLI (`hostperf cpu|io|memory|net`)
-// and the run API: option validation, the RunContext and the call.
-
-// A probe's registration by name; nullptr when no probe has that name.
-const probes::ProbeRegistration* FindProbeRegistration(std::string_view name);
-
-// Normalises (null -> {}) and validates a probe's full-run options. With a
-// `duration`, a probe that has a run-length option gets it in its own
-// spelling unless `options` already sets one. Errors name the probe and key.
-Result<nlohmann::json> PrepareFullRunOptions(std::string_view probe, nlohmann::json options,
-                                             std::optional<std::chrono::nanoseconds> duration = std::nullopt);
+// and the run API: options parsed once by the probe's module, the
+// RunContext and the call.
 
 // A run API body: {"probes": [...], "duration": "60s", "options": {"disk": {...}}}.
 struct FullRunRequest {
-  std::vector<std::string> probes;                    // in the order given, no duplicates
-  nlohmann::json options = nlohmann::json::object();  // probe -> validated options
+  std::vector<std::string> probes;  // in the order given, no duplicates
+  // The body's "options" and "duration" as given, for the run history.
+  nlohmann::json options = nlohmann::json::object();
+  std::optional<std::string> duration;
+  // Probe -> its parsed options (null: the defaults).
+  std::map<std::string, std::shared_ptr<const probes::ProbeOptions>> parsed;
 };
 // Parses and validates a body (unknown keys, unknown probes, wrong types and
 // bad probe options are errors with a reason).
@@ -43,13 +40,18 @@ struct FullRunCallbacks {
 };
 
 // The context of one probe's full run.
-probes::RunContext MakeFullRunContext(std::shared_ptr<const config::Config> config, nlohmann::json options,
+probes::RunContext MakeFullRunContext(const config::Config& config, std::string_view probe,
+                                      std::shared_ptr<const probes::ProbeOptions> options,
                                       const std::atomic<bool>* cancel, FullRunCallbacks callbacks = {});
 
-// Validates `options` and runs the probe's full mode. Never throws: bad
-// options are a "bad_options" failure, exceptions an "internal_error".
-probes::ProbeOutcome RunFullProbe(probes::Probe& probe, std::shared_ptr<const config::Config> config,
-                                  nlohmann::json options, const std::atomic<bool>* cancel,
+// Runs the probe's full mode with parsed options. Never throws: exceptions
+// are an "internal_error" (Probe::Run).
+probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config,
+                                  std::shared_ptr<const probes::ProbeOptions> options, const std::atomic<bool>* cancel,
                                   FullRunCallbacks callbacks = {});
+// The same from options as JSON (hostperf check's local runs): bad options
+// are a "bad_options" failure and nothing runs.
+probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config, const nlohmann::json& options,
+                                  const std::atomic<bool>* cancel, FullRunCallbacks callbacks = {});
 
 }  // namespace hostperf::exporter

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
 #include "hostperf/probes/impact_budget.h"
 
 namespace prometheus {

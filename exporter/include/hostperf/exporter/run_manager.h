@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
 #include "hostperf/probes/probe.h"
 
 namespace prometheus {
@@ -44,7 +44,7 @@ struct RunManagerOptions {
 // Full runs of one or more probes, one run at a time, on the manager's own
 // thread. Runs are JSON records:
 //   {"id": "r-20261202-113501-1", "state": "queued|running|succeeded|failed|cancelled",
-//    "reason": "...", "probes": [...], "options": {probe: {...}},
+//    "reason": "...", "probes": [...], "options": {probe: {...}}, "duration": "60s" or null (as given),
 //    "created_unix_seconds", "started_unix_seconds", "finished_unix_seconds",
 //    "progress": {"probe", "test", "probe_elapsed_seconds", "probe_remaining_seconds",
 //                 "elapsed_seconds", "probes_done", "probes_total"},
@@ -115,6 +115,8 @@ class RunManager {
   std::condition_variable cv_;
   std::vector<nlohmann::json> runs_;   // oldest first
   std::optional<std::string> active_;  // queued or running
+  // The active run's options, parsed at Submit (the history keeps the JSON).
+  std::map<std::string, std::shared_ptr<const probes::ProbeOptions>> active_options_;
   bool stop_ = false;
   std::atomic<bool> cancel_{false};
   unsigned long sequence_ = 0;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/impact_gate.h"
 #include "hostperf/probes/probe.h"

@@ -57,11 +57,6 @@ class ImpactBudget {
   mutable std::array<Ledger, kBudgetResourceCount> ledgers_;
 };
 
-struct RunContext;
-// The budget a scheduled run spends from: the scheduler's (ctx.budget), else
-// `fallback` with the limits of ctx.config (a probe run outside the daemon).
-ImpactBudget& BudgetFor(const RunContext& ctx, ImpactBudget& fallback);
-
 // A one-line description of `amount` of `resource` ("12.5 s", "64.0 MiB").
 std::string FormatBudgetAmount(BudgetResource resource, double amount);
 

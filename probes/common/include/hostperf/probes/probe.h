@@ -8,12 +8,16 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
-#include <type_traits>
+#include <vector>
 
+#include "hostperf/base/result.h"
 #include "hostperf/config/config.h"
+#include "hostperf/probes/figures.h"
 #include "hostperf/probes/impact_budget.h"
 #include "hostperf/probes/system_roots.h"
 
@@ -34,26 +38,54 @@ struct Progress {
   std::chrono::nanoseconds remaining{0};
 };
 
+// A probe's full-run options, parsed once at the edge (the run API's
+// options.<probe>, the CLI's flags) by the probe's own module into its own
+// struct, derived from this.
+struct ProbeOptions {
+  virtual ~ProbeOptions() = default;
+};
+
 // Everything a probe may use during one run. Probes measure; they do not
 // sleep on the scheduler's behalf, and they return soon after ShouldStop().
 struct RunContext {
   RunMode mode = RunMode::kScheduled;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   const std::atomic<bool>* cancel = nullptr;
-  std::shared_ptr<const config::Config> config;
-  // Probe-specific full-run options (API body / CLI flags), already validated
-  // by the probe's own parser. Null for scheduled runs.
-  nlohmann::json options;
+  // The probe's own [probes.<name>] settings (its module's struct) and
+  // schedule.
+  std::shared_ptr<const config::ProbeSection> settings;
+  config::ProbeSchedule schedule;
+  // Full runs: the options its module parsed. Null: the defaults (and for
+  // scheduled runs).
+  std::shared_ptr<const ProbeOptions> options;
   std::function<void(const Progress&)> on_progress;
   // Probe-specific report entries as they are produced (e.g. one vioperf
   // table row, as JSON with a "kind"); may be empty.
   std::function<void(const nlohmann::json&)> on_report;
-  // The sidecar's impact budget (scheduled runs): spend disk and network
-  // bytes here before using them. Null: unlimited (full runs, the CLI).
+  // The sidecar's impact budget: spend disk and network bytes here before
+  // using them. Left null, Probe::Run lends the probe's own budget with
+  // `budget_limits` (a run outside the daemon).
   ImpactBudget* budget = nullptr;
+  config::BudgetConfig budget_limits;
 
   bool Cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
   bool ShouldStop() const { return Cancelled() || std::chrono::steady_clock::now() >= deadline; }
+
+  // The settings and options as the module's own types (a mismatch is a
+  // programming error: it throws, and Probe::Run reports internal_error).
+  template <typename S>
+  const S& Settings() const {
+    if (settings == nullptr) throw std::logic_error("run without settings");
+    return dynamic_cast<const S&>(*settings);
+  }
+  // Null when the run takes the defaults.
+  template <typename O>
+  const O* Options() const {
+    if (options == nullptr) return nullptr;
+    const O* typed = dynamic_cast<const O*>(options.get());
+    if (typed == nullptr) throw std::logic_error("run with another probe's options");
+    return typed;
+  }
 };
 
 // A run's outcome. Runtime failures are data: status plus a short snake_case
@@ -68,6 +100,7 @@ struct ProbeOutcome {
   static ProbeOutcome Success(nlohmann::json result);
   static ProbeOutcome Failure(std::string reason, std::string message,
                               nlohmann::json result = nlohmann::json::object());
+  static ProbeOutcome Failure(const hostperf::Failure& failure, nlohmann::json result = nlohmann::json::object());
   static ProbeOutcome Skipped(std::string reason, std::string message);
 };
 
@@ -82,69 +115,108 @@ class Probe {
  public:
   virtual ~Probe() = default;
   virtual std::string_view Name() const = 0;
-  // This probe's schedule within a config (enabled, interval, timeout).
-  virtual config::ProbeSchedule Schedule(const config::Config& config) const = 0;
-  // Measures once. Must not throw; updates the probe's own metrics.
-  virtual ProbeOutcome Run(const RunContext& context) = 0;
+
+  // Measures once; the one runner of every probe, scheduled or full: one
+  // measurement at a time (a second one would disturb the first, so it is
+  // skipped as "busy"), a budget always lent (see RunContext::budget), and no
+  // exception crosses the probe boundary ("internal_error").
+  ProbeOutcome Run(const RunContext& context);
+
   // Long-running services the daemon hosts for this probe (the net probe's
   // peer responder), and metrics to expose before the first run (the disk
   // probe's verify error counters): called after creation and again after
-  // every successful reload (restart only what changed); stopped by the
-  // destructor. The CLI never calls it. Must not throw; failures are logged.
-  virtual void StartServices(const config::Config& /*config*/) {}
-};
+  // every successful reload with the probe's own section (restart only what
+  // changed); stopped by the destructor. The CLI never calls it. Must not
+  // throw; failures are logged.
+  virtual void StartServices(const config::ProbeConfig& /*section*/) {}
 
-// The shared shape of Probe::Run: one measurement at a time (a second one
-// would disturb the first, so it is skipped as "busy"), and no exception
-// crosses the probe boundary ("internal_error").
-template <typename Measure>
-ProbeOutcome RunExclusive(std::mutex& mutex, std::string_view probe, Measure&& measure) {
-  std::unique_lock lock(mutex, std::try_to_lock);
-  if (!lock.owns_lock()) return ProbeOutcome::Skipped("busy", "another " + std::string(probe) + " run is in progress");
-  try {
-    return measure();
-  } catch (const std::exception& e) {
-    return ProbeOutcome::Failure("internal_error", e.what());
-  } catch (...) {
-    return ProbeOutcome::Failure("internal_error", "unknown exception");
-  }
-}
+ protected:
+  // One measurement, with a budget and the probe to itself. Updates the
+  // probe's own metrics.
+  virtual ProbeOutcome Measure(const RunContext& context) = 0;
+
+ private:
+  std::mutex run_mutex_;
+  ImpactBudget own_budget_{[] { return std::chrono::steady_clock::now(); }};
+};
 
 using ProbeFactory = std::unique_ptr<Probe> (*)(const ProbeDeps& deps);
 
-// Checks a probe's full-run options (RunContext::options, a JSON object):
-// "" when valid, else a message naming the bad key.
-using OptionsValidator = std::string (*)(const nlohmann::json& options);
+// A JSON options object's run length: a duration string ("90s", "1.5min")
+// or a number of seconds, the same grammar for every probe.
+Result<std::chrono::nanoseconds> ParseDurationOption(const nlohmann::json& value);
 
-// Adapts a probe's own option parser (returning Result<T> or an error string)
-// to an OptionsValidator.
-template <auto Parse>
-std::string ValidateOptionsWith(const nlohmann::json& options) {
-  if constexpr (std::is_convertible_v<decltype(Parse(options)), std::string>) {
-    return Parse(options);
-  } else {
-    const auto parsed = Parse(options);
-    return parsed ? std::string() : parsed.error();
-  }
-}
+// A full-run options parser: the JSON object given for the probe and the
+// run's length (the run API's top-level "duration", the CLI's --duration),
+// which the options' own "duration" overrides.
+using OptionsParser = Result<std::shared_ptr<const ProbeOptions>> (*)(const nlohmann::json& options,
+                                                                      std::optional<std::chrono::nanoseconds> duration);
 
-// How a probe's full-run options spell the run length, so that the run API's
-// top-level "duration" can fill in the probe's own "duration" option.
-enum class DurationOption {
-  kNone,      // the probe has no run-length option
-  kInterval,  // "duration": "60s"
-  kSeconds,   // "duration": 60 (a number of seconds)
+// What `hostperf <command>` gets from the CLI binary.
+struct CommandContext {
+  const config::Config& config;
+  // Runs this probe's full mode: the run API's code path, options typed.
+  std::function<ProbeOutcome(std::shared_ptr<const ProbeOptions> options,
+                             std::function<void(const nlohmann::json&)> on_report)>
+      run_full;
+  // Prints "hostperf: <message>" and the global usage; returns the exit code.
+  std::function<int(const std::string& message)> usage_error;
 };
 
-struct ProbeRegistration {
-  std::string_view name;
-  ProbeFactory factory;
-  // Full-run options; nullptr: the probe takes none (only null or {}).
-  OptionsValidator validate_options = nullptr;
-  DurationOption duration_option = DurationOption::kNone;
+// A probe's CLI command, the reference tool it reproduces.
+struct CliCommand {
+  std::string_view name;   // "io": `hostperf io ...`
+  std::string_view usage;  // its lines in `hostperf --help`
+  // Exit code: 0 success, 1 the run failed, 2 a usage error.
+  int (*run)(const std::vector<std::string>& args, const CommandContext& context) = nullptr;
 };
 
-// Every probe, one line each in probes/registry.cc.
-std::span<const ProbeRegistration> AllProbes();
+// A probe module: everything central code needs to know about one probe, so
+// that a probe is one folder plus one registration line.
+struct ProbeModule {
+  std::string_view name;  // "disk": [probes.disk], hostperf_probe_*{probe="disk"}, the run API's name
+  ProbeFactory create = nullptr;
+  // [probes.<name>]: default schedule, typed settings and their keys.
+  config::SectionSchema (*config_section)() = nullptr;
+  // Null: the probe takes no full-run options (only null or {}).
+  OptionsParser parse_options = nullptr;
+  // Its result's headline figures against the documented thresholds.
+  std::vector<Figure> (*figures)(const nlohmann::json& result) = nullptr;
+  CliCommand command;
+};
+
+// Every probe: the built-in ones, one line each in probes/registry.cc, then
+// those registered with RegisterProbe, in registration order.
+std::span<const ProbeModule* const> AllProbes();
+const ProbeModule* FindProbe(std::string_view name);
+
+// Adds a module from outside probes/ (before main(), from a static
+// initialiser: see HOSTPERF_REGISTER_PROBE). Returns true.
+bool RegisterProbe(const ProbeModule& module);
+#define HOSTPERF_REGISTER_PROBE(module) \
+  [[maybe_unused]] static const bool hostperf_probe_registered_ = ::hostperf::probes::RegisterProbe(module)
+
+// The [probes.*] sections of every registered probe, and config loading with them.
+std::span<const config::SectionSchema> ConfigSections();
+config::Config DefaultConfig();
+Result<config::Config> LoadConfigString(std::string_view toml, std::string_view source);
+Result<config::Config> LoadConfigFile(const std::filesystem::path& path);
+
+// Parses a probe's full-run options through its module, once, at the edge:
+// null means the defaults; a probe without options takes only null or {}.
+// Errors ("options.<probe>: ...") have the reason bad_options.
+Result<std::shared_ptr<const ProbeOptions>> ParseProbeOptions(
+    std::string_view probe, const nlohmann::json& options,
+    std::optional<std::chrono::nanoseconds> duration = std::nullopt);
+
+// A context for one run of `probe` under `config`: its settings and schedule,
+// and the config's budget limits.
+RunContext MakeRunContext(const config::Config& config, std::string_view probe, RunMode mode);
+
+// The names of every registered probe, "cpu, disk, ..." (for messages).
+std::string KnownProbeNames();
+
+// The headline figures of a probe's result (none for unknown probes).
+std::vector<Figure> HeadlineFigures(std::string_view probe, const nlohmann::json& result);
 
 }  // namespace hostperf::probes

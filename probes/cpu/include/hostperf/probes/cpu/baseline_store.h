@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "hostperf/config/config.h"
+#include "hostperf/probes/cpu/module.h"
 
 namespace hostperf::probes::cpu {
 
@@ -38,17 +38,16 @@ class BaselineStore {
 
   explicit BaselineStore(std::filesystem::path state_directory, WallClock wall_clock = {});
 
-  Baseline Get(const std::string& fingerprint, const config::CpuProbeConfig& config) const;
+  Baseline Get(const std::string& fingerprint, const CpuProbeConfig& config) const;
 
   // Feeds one scheduled run's workload CPU time into calibration (ignored once
   // the fingerprint has a baseline or the config gives one) and persists it.
-  Baseline AddCalibrationSample(const std::string& fingerprint, double cpu_seconds,
-                                const config::CpuProbeConfig& config);
+  Baseline AddCalibrationSample(const std::string& fingerprint, double cpu_seconds, const CpuProbeConfig& config);
 
   const std::filesystem::path& path() const { return path_; }
 
  private:
-  Baseline GetLocked(const std::string& fingerprint, const config::CpuProbeConfig& config) const;
+  Baseline GetLocked(const std::string& fingerprint, const CpuProbeConfig& config) const;
   void Load();
   void Save();
 

@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "hostperf/base/result.h"
+#include "hostperf/probes/probe.h"
 
 namespace hostperf::probes::disk {
 
@@ -22,7 +24,7 @@ inline constexpr std::uint64_t kDefaultFullDataSize = 4608ULL << 20;
 // max_buffer_size, data_size (vioperf sizes or integers), files_per_thread,
 // preserve_files, disable_crc, disable_direct_io, debug (booleans),
 // directories (strings). Absent keys take the defaults below / the config.
-struct FullRunOptions {
+struct FullRunOptions : ProbeOptions {
   std::chrono::nanoseconds duration = kDefaultDuration;
   std::chrono::nanoseconds log_interval = kDefaultLogInterval;
   std::uint32_t thread_count = 0;  // 0: all online CPUs
@@ -36,16 +38,21 @@ struct FullRunOptions {
   std::vector<std::string> directories;  // empty: the configured ones
 };
 
-// Validates a JSON options object (unknown keys, wrong types and bad values
-// are errors naming the key).
-Result<FullRunOptions> ParseFullRunOptions(const nlohmann::json& options);
+// Parses a JSON options object (unknown keys, wrong types and bad values
+// are errors naming the key). `duration`: the run's length (the run API's
+// top-level "duration"), which the options' own "duration" overrides.
+Result<FullRunOptions> ParseFullRunOptions(const nlohmann::json& options,
+                                           std::optional<std::chrono::nanoseconds> duration = std::nullopt);
+// ProbeModule::parse_options.
+Result<std::shared_ptr<const ProbeOptions>> ParseDiskModuleOptions(const nlohmann::json& options,
+                                                                   std::optional<std::chrono::nanoseconds> duration);
 
 // `hostperf io [vioperf options] [DIR...]`: the probe options plus what only
 // the CLI handles.
 struct IoCommand {
   bool help = false;
-  nlohmann::json options = nlohmann::json::object();  // for RunContext::options
-  std::string log_file;                               // empty: results<date-time>.json
+  FullRunOptions options;
+  std::string log_file;  // empty: results<date-time>.json
   bool condense_log = false;
 };
 Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -15,7 +16,7 @@
 namespace hostperf::probes::memory {
 
 // STREAM as a probe. Scheduled: one thread, a short run (kScheduledIterations)
-// on arrays sized just past 4x the LLC within probes.memory.memory_budget.
+// on arrays sized just past 4x the LLC within [probes.memory] memory_budget.
 // Full: one thread per physical core (pinned), kFullIterations, arrays >= 4x
 // the LLC where memory allows.
 std::unique_ptr<Probe> CreateMemoryProbe(const ProbeDeps& deps);
@@ -25,17 +26,20 @@ inline constexpr int kFullIterations = 10;      // STREAM's NTIMES
 
 // Full-run options (CLI flags / run API body), all optional:
 //   {"array_elements": N, "iterations": K, "threads": T}
-struct MemoryOptions {
+struct MemoryOptions : ProbeOptions {
   std::optional<std::size_t> array_elements;  // per array
   std::optional<int> iterations;              // including the warm-up, 2..1000
   std::optional<int> threads;                 // 1..1024; default one per physical core
 };
 Result<MemoryOptions> ParseMemoryOptions(const nlohmann::json& options);
 nlohmann::json ToJson(const MemoryOptions& options);
+// ProbeModule::parse_options (STREAM has no run length: `duration` is unused).
+Result<std::shared_ptr<const ProbeOptions>> ParseMemoryModuleOptions(const nlohmann::json& options,
+                                                                     std::optional<std::chrono::nanoseconds> duration);
 
 // `hostperf memory [-s ELEMENTS] [-n ITERATIONS] [-t THREADS] [--json]`.
 struct MemoryCommand {
-  nlohmann::json options = nlohmann::json::object();  // for RunContext::options
+  MemoryOptions options;
   bool json = false;
   bool help = false;
 };

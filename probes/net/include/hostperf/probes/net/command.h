@@ -5,13 +5,14 @@
 #include <vector>
 
 #include "hostperf/base/result.h"
+#include "hostperf/probes/net/net_probe.h"
 
 namespace hostperf::probes::net {
 
 // `hostperf net [vnetperf options] [tests]`, parsed.
 struct NetCommand {
-  nlohmann::json options = nlohmann::json::object();  // the full-run options (see net_probe.h)
-  std::string output_file;                            // empty: results.<timestamp>.json
+  NetOptions options;
+  std::string output_file;  // empty: results.<timestamp>.json
   std::string log_level = "warn";
   bool condense = false;
   bool list_tests = false;

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,7 @@ namespace hostperf::probes::net {
 // Full-run options (RunContext::options), all optional:
 //   {"tests": ["latency", "tcp-throughput", "udp-throughput", "connections"],  // none: all
 //    "datarate": 0,            // MB/s (2^20 bytes); 0: the ladder 32 ... 2048
-//    "duration": 1,            // seconds per test and rate
+//    "duration": 1,            // per test and rate: seconds, or a duration such as "1.5s"
 //    "hosts": ["h1", "h2:14160"],  // none: the configured peers
 //    "ignore_bad_hosts": false,
 //    "ports": [14159]}         // the first is the default port of hosts without one
@@ -23,8 +26,25 @@ std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps);
 
 // The tests a full run knows, in vnetperf's order.
 const std::vector<std::string>& FullRunTests();
-// Checks full-run options; an error message for the first bad field.
-std::string ValidateNetOptions(const nlohmann::json& options);
+
+// A full run's options (see above), parsed.
+inline constexpr std::chrono::seconds kMaxTestDuration{60};
+struct NetOptions : ProbeOptions {
+  std::vector<std::string> tests;                               // empty: all
+  double datarate = 0;                                          // MB/s; 0: the ladder
+  std::chrono::nanoseconds duration = std::chrono::seconds(1);  // per test and rate, at most kMaxTestDuration
+  std::optional<std::vector<std::string>> hosts;                // none: the configured peers
+  bool ignore_bad_hosts = false;
+  std::optional<std::vector<std::uint16_t>> ports;  // none: [probes.net] ports
+};
+// Parses full-run options (an error names the first bad field). `duration`:
+// the run's length (the run API's top-level "duration"), which the options'
+// own "duration" (a duration string or a number of seconds) overrides.
+Result<NetOptions> ParseNetOptions(const nlohmann::json& options,
+                                   std::optional<std::chrono::nanoseconds> duration = std::nullopt);
+// ProbeModule::parse_options.
+Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const nlohmann::json& options,
+                                                                  std::optional<std::chrono::nanoseconds> duration);
 
 // vnetperf's banners and tables from a full run's JSON result.
 std::string FormatVnetperfReport(const nlohmann::json& result);

@@ -1,0 +1,39 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "hostperf/config/schema.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::probes::cpu {
+
+using namespace std::chrono_literals;
+
+// [probes.cpu]
+struct CpuProbeConfig : config::ProbeSection {
+  static constexpr std::string_view kName = "cpu";
+  // Scheduled runs used to calibrate a new binary's baseline (median).
+  std::uint32_t calibration_runs = 5;
+  // Timings of the ~70 us task per load level in a scheduled run.
+  std::uint32_t throttle_samples = 25;
+  // Idle gap before each low-load timing (lets the core drop to a low state).
+  config::Duration low_load_gap = 10ms;
+  // Busy spin before each high-load timing.
+  config::Duration high_load_spin = 2ms;
+  // Per binary fingerprint: CPU time of the scheduled workload. Overrides
+  // calibration for that fingerprint.
+  std::map<std::string, config::Duration> baselines;
+};
+
+// vcpuperf: the cpu probe's module (registered in probes/registry.cc).
+extern const ProbeModule kModule;
+
+// The headline figures of a cpu result: low-load median (200 µs / 1 ms),
+// throttle ratio (2), CPU time against the baseline (information).
+std::vector<Figure> CpuFigures(const nlohmann::json& result);
+
+}  // namespace hostperf::probes::cpu

@@ -1,0 +1,83 @@
+#include "hostperf/probes/cpu/module.h"
+
+#include <cstdio>
+
+#include "hostperf/probes/cpu/cpu_probe.h"
+
+namespace hostperf::probes::cpu {
+namespace {
+
+void DeclareKeys(config::Schema& schema, CpuProbeConfig& cpu) {
+  schema.Uint("calibration_runs", &cpu.calibration_runs, 1, 100);
+  schema.Uint("throttle_samples", &cpu.throttle_samples, 1, 100000);
+  schema.Duration("low_load_gap", &cpu.low_load_gap, config::kAnyDuration);
+  schema.Duration("high_load_spin", &cpu.high_load_spin, config::kAnyDuration);
+  schema.DurationTable("baselines", &cpu.baselines, config::kPositive, "{ \"0123abcd0123abcd\" = \"48ms\" }");
+}
+
+config::SectionSchema Section() {
+  return config::DescribeSection<CpuProbeConfig>("cpu", {true, 5min, 1min}, DeclareKeys);
+}
+
+// `hostperf cpu [-q] [--json]`: vcpuperf's report (or the JSON result).
+int Command(const std::vector<std::string>& args, const CommandContext& context) {
+  bool quiet = false;
+  bool json = false;
+  for (const auto& arg : args) {
+    if (arg == "-q" || arg == "--quiet") {
+      quiet = true;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::fputs("usage: hostperf cpu [-q] [--json]\n", stdout);
+      return 0;
+    } else {
+      return context.usage_error("cpu: unknown option \"" + arg + "\"");
+    }
+  }
+  const auto outcome = context.run_full(nullptr, {});
+  if (json) {
+    std::printf("%s\n", outcome.result.dump(2).c_str());
+  } else if (!outcome.result.empty()) {
+    std::fputs(FormatVcpuperfReport(outcome.result, quiet).c_str(), stdout);
+  }
+  if (outcome.status != ProbeOutcome::Status::kSuccess) {
+    std::fprintf(stderr, "hostperf cpu: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Figure> CpuFigures(const nlohmann::json& result) {
+  std::vector<Figure> out;
+  if (const auto low = NumberField(result, "low_load_median_seconds")) {
+    out.push_back({"low_load_median_seconds", "", "low-load median", *low, FormatNumber("%.0f µs", *low / kMicro),
+                   "pass ≤ 200 µs, warn ≤ 1000 µs", AtMost(*low, 200e-6, 1000e-6)});
+  }
+  if (const auto ratio = NumberField(result, "throttle_ratio")) {
+    out.push_back({"throttle_ratio", "", "low/high load ratio", *ratio, FormatNumber("%.2f", *ratio), "pass ≤ 2",
+                   *ratio <= 2 ? Verdict::kPass : Verdict::kFail});
+  }
+  if (const auto baseline = NumberField(result, "baseline_ratio")) {
+    out.push_back({"baseline_ratio", "", "CPU time / baseline", *baseline, FormatNumber("%.3f", *baseline),
+                   "trend within one binary", Verdict::kInfo});
+  }
+  return out;
+}
+
+const ProbeModule kModule = {
+    .name = "cpu",
+    .create = &CreateCpuProbe,
+    .config_section = &Section,
+    .parse_options = nullptr,
+    .figures = &CpuFigures,
+    .command = {"cpu",
+                "  cpu [-q] [--json]   vcpuperf: CPU speed against this binary's baseline and\n"
+                "                      low-load throttling (-q: only the four figures;\n"
+                "                      --json: the result as JSON, as the run API returns it)\n",
+                &Command},
+};
+
+}  // namespace hostperf::probes::cpu

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hostperf/config/config.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::probes::disk {
+
+// [probes.disk]
+struct DiskProbeConfig : config::ProbeSection {
+  static constexpr std::string_view kName = "disk";
+  std::vector<std::string> directories;  // empty: <state_directory>/disk
+  // Bytes written (and read back) per directory per scheduled run: Write and
+  // ReWrite each write half of it.
+  std::uint64_t bytes_per_run = 64 * config::kMiB;
+  std::uint32_t threads = 1;  // scheduled runs (full runs: all online CPUs)
+  std::uint32_t files_per_thread = 1;
+  std::uint64_t max_buffer_size = 1 * config::kMiB;  // bytes per read/write
+  bool disable_direct_io = false;
+  bool disable_crc = false;
+  std::uint64_t reserve = 1 * config::kGiB;  // free space left untouched beyond the files
+};
+
+// vioperf: the disk probe's module (registered in probes/registry.cc).
+extern const ProbeModule kModule;
+
+// The headline figures of a disk result: Write and Read per physical core
+// (pass 40 MB/s, warn 20 MB/s; ReWrite and SkipRead do not count).
+std::vector<Figure> DiskFigures(const nlohmann::json& result);
+
+}  // namespace hostperf::probes::disk

@@ -1,0 +1,109 @@
+#include "hostperf/probes/disk/module.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/options.h"
+#include "hostperf/probes/host_facts.h"
+
+namespace hostperf::probes::disk {
+namespace {
+
+using namespace std::chrono_literals;
+
+void DeclareKeys(config::Schema& schema, DiskProbeConfig& disk) {
+  schema.StringList("directories", &disk.directories);
+  schema.Size("bytes_per_run", &disk.bytes_per_run);
+  schema.Uint("threads", &disk.threads, 1, 1024);
+  schema.Uint("files_per_thread", &disk.files_per_thread, 1, 64);
+  schema.Size("max_buffer_size", &disk.max_buffer_size);
+  schema.Bool("disable_direct_io", &disk.disable_direct_io);
+  schema.Bool("disable_crc", &disk.disable_crc);
+  schema.Size("reserve", &disk.reserve);
+}
+
+config::SectionSchema Section() {
+  return config::DescribeSection<DiskProbeConfig>("disk", {true, 15min, 5min}, DeclareKeys);
+}
+
+// vioperf: banner, direct I/O line per directory, table rows as they come,
+// JSON log at the end; non-zero exit with the reason when a directory fails.
+int Command(const std::vector<std::string>& args, const CommandContext& context) {
+  auto parsed = ParseIoCommand(args);
+  if (!parsed) return context.usage_error("io: " + parsed.error());
+  const IoCommand& command = parsed.value();
+  if (command.help) {
+    std::fputs(kIoUsage, stdout);
+    return 0;
+  }
+  auto options = std::make_shared<FullRunOptions>(command.options);
+  // --debug: the engine logs every file, test and bad block at info level.
+  if (options->debug) spdlog::set_level(spdlog::level::debug);
+  // vioperf tests the current directory when none is given.
+  if (options->directories.empty()) options->directories = {std::filesystem::current_path().string()};
+  const std::string log_file = command.log_file.empty() ? DefaultLogFileName() : command.log_file;
+  std::fputs(FormatVioperfBanner(ReadCpuTopology({}).physical_cores).c_str(), stdout);
+  bool header_printed = false;
+  const auto outcome = context.run_full(std::move(options), [&](const nlohmann::json& entry) {
+    const std::string kind = entry.value("kind", "");
+    if (kind == "directory") std::fputs(FormatDirectoryLine(entry).c_str(), stdout);
+    if (kind == "row") {
+      if (!header_printed) std::fputs(("\n" + FormatTableHeader()).c_str(), stdout);
+      header_printed = true;
+      std::fputs(FormatTableRow(entry).c_str(), stdout);
+    }
+    std::fflush(stdout);
+  });
+  const bool ok = outcome.status == ProbeOutcome::Status::kSuccess;
+  if (const auto written =
+          WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message, command.condense_log);
+      !written) {
+    std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
+    if (ok) return 1;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "hostperf io: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Figure> DiskFigures(const nlohmann::json& result) {
+  std::vector<Figure> out;
+  const double cores = std::max(1.0, NumberField(result, "physical_cores").value_or(1));
+  for (const nlohmann::json& directory : ArrayField(result, "directories")) {
+    const std::string path = TextField(directory, "directory");
+    for (const nlohmann::json& test : ArrayField(directory, "tests")) {
+      const std::string name = TextField(test, "test");
+      if (name != "Write" && name != "Read") continue;  // ReWrite and SkipRead do not count
+      const auto rate = NumberField(test, "throughput_bytes_per_second");
+      if (!rate) continue;
+      const double per_core = *rate / cores;
+      out.push_back({name == "Write" ? "write_bytes_per_second_per_core" : "read_bytes_per_second_per_core", path,
+                     name + " per physical core", per_core, FormatNumber("%.1f MB/s", per_core / kReferenceMB),
+                     "pass ≥ 40 MB/s, warn ≥ 20 MB/s", AtLeast(per_core / kReferenceMB, 40, 20)});
+    }
+  }
+  return out;
+}
+
+const ProbeModule kModule = {
+    .name = "disk",
+    .create = &CreateDiskProbe,
+    .config_section = &Section,
+    .parse_options = &ParseDiskModuleOptions,
+    .figures = &DiskFigures,
+    .command = {"io",
+                "  io [vioperf options] [DIR...]\n"
+                "                      vioperf: Write, ReWrite, Read and SkipRead per directory,\n"
+                "                      CRC32C-verified (hostperf io --help for the options)\n",
+                &Command},
+};
+
+}  // namespace hostperf::probes::disk

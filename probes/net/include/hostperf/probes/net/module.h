@@ -1,0 +1,48 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hostperf/config/config.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::probes::net {
+
+using namespace std::chrono_literals;
+
+// [probes.net]
+struct NetProbeConfig : config::ProbeSection {
+  static constexpr std::string_view kName = "net";
+  std::string bind_address;  // empty: loopback only when no secret_file
+  std::vector<std::uint16_t> ports{14159};
+  std::string secret_file;
+  std::vector<std::string> peers;
+  std::string peers_file;
+  std::uint32_t max_peers_per_cycle = 8;
+  // Latency: UDP pings per peer per run, sent open-loop every packet_interval.
+  std::uint32_t packets_per_cycle = 20;
+  config::Duration packet_interval = 10ms;
+  config::Duration reply_timeout = 500ms;  // wait for replies after the last ping
+  // Scheduled throughput burst: one peer per run, TCP and UDP alternating,
+  // within budget.net_bytes_per_hour.
+  config::Duration throughput_duration = 250ms;
+  std::uint64_t throughput_rate = 32 * config::kMiB;  // bytes per second
+  std::uint32_t udp_datagram_size = 8192;             // bytes, 64 to 65000
+  // Responder: TCP connections at once (also the connection test's maximum)
+  // and UDP requests per second per source address.
+  std::uint32_t max_connections = 64;
+  std::uint32_t rate_limit = 1000;
+};
+
+// vnetperf: the net probe's module (registered in probes/registry.cc).
+extern const ProbeModule kModule;
+
+// The headline figures of a net result: RTT (200 / 1000 µs), clock offset
+// (1 s) and TCP throughput (100 / 800 MB/s; information when rate-capped
+// below 800), per peer or node.
+std::vector<Figure> NetFigures(const nlohmann::json& result);
+
+}  // namespace hostperf::probes::net

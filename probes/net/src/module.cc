@@ -1,0 +1,159 @@
+#include "hostperf/probes/net/module.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "hostperf/probes/net/command.h"
+#include "hostperf/probes/net/net_probe.h"
+
+namespace hostperf::probes::net {
+namespace {
+
+using nlohmann::json;
+
+void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
+  // One key per line reads as a schema.
+  // clang-format off
+  schema.String("bind_address", &net.bind_address);
+  schema.PortList("ports", &net.ports);
+  schema.String("secret_file", &net.secret_file);
+  schema.StringList("peers", &net.peers);
+  schema.String("peers_file", &net.peers_file);
+  schema.Uint("max_peers_per_cycle", &net.max_peers_per_cycle, 1, 10000);
+  schema.Uint("packets_per_cycle", &net.packets_per_cycle, 1, 100000);
+  schema.Duration("packet_interval", &net.packet_interval, config::kPositive);
+  schema.Duration("reply_timeout", &net.reply_timeout, config::kPositive);
+  schema.Duration("throughput_duration", &net.throughput_duration, config::kAnyDuration);
+  schema.Size("throughput_rate", &net.throughput_rate);
+  schema.Uint("udp_datagram_size", &net.udp_datagram_size, 64, 65000);
+  schema.Uint("max_connections", &net.max_connections, 1, 100000);
+  schema.Uint("rate_limit", &net.rate_limit, 1, 10000000);
+  // clang-format on
+}
+
+config::SectionSchema Section() {
+  return config::DescribeSection<NetProbeConfig>("net", {true, 30s, 20s}, DeclareKeys);
+}
+
+// vnetperf: banners and tables, then the JSON results file and where it is;
+// non-zero exit with the reason when hosts are unreachable or a test failed.
+int Command(const std::vector<std::string>& args, const CommandContext& context) {
+  auto parsed = ParseNetCommand(args);
+  if (!parsed) return context.usage_error("net: " + parsed.error());
+  const NetCommand& command = parsed.value();
+  if (command.help) {
+    std::fputs(kNetUsage, stdout);
+    return 0;
+  }
+  if (command.list_tests) {
+    for (const auto& test : FullRunTests()) std::printf("%s\n", test.c_str());
+    return 0;
+  }
+  spdlog::set_level(spdlog::level::from_str(command.log_level));
+  const auto outcome = context.run_full(std::make_shared<NetOptions>(command.options), {});
+  std::fputs(FormatVnetperfReport(outcome.result).c_str(), stdout);
+  const std::string file = command.output_file.empty() ? DefaultResultsFileName() : command.output_file;
+  json results = outcome.result;
+  if (outcome.status != ProbeOutcome::Status::kSuccess) {
+    results["error"] = {{"reason", outcome.reason}, {"message", outcome.message}};
+  }
+  if (const auto written = WriteResultsFile(file, results, command.condense); !written) {
+    std::fprintf(stderr, "hostperf net: %s\n", written.error().c_str());
+    return 1;
+  }
+  std::printf("JSON results available at: %s\n", file.c_str());
+  if (outcome.status != ProbeOutcome::Status::kSuccess) {
+    std::fprintf(stderr, "hostperf net: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+Figure Rtt(std::string subject, double seconds) {
+  return {"rtt_seconds",
+          std::move(subject),
+          "RTT",
+          seconds,
+          FormatNumber("%.0f µs", seconds / kMicro),
+          "pass ≤ 200 µs, warn ≤ 1000 µs",
+          AtMost(seconds, 200e-6, 1000e-6)};
+}
+
+Figure ClockOffset(std::string subject, double seconds) {
+  return {"clock_offset_seconds",
+          std::move(subject),
+          "clock skew",
+          seconds,
+          FormatNumber("%.6f s", seconds),
+          "pass < 1 s",
+          std::abs(seconds) < 1 ? Verdict::kPass : Verdict::kFail};
+}
+
+// `capped_mb`: the rate limit the figure was measured under (0: none).
+Figure TcpThroughput(std::string subject, double mb_per_second, double capped_mb) {
+  Figure figure{"tcp_throughput_bytes_per_second",
+                std::move(subject),
+                "TCP throughput",
+                mb_per_second * kReferenceMB,
+                FormatNumber("%.1f MB/s", mb_per_second),
+                "pass ≥ 800 MB/s, warn ≥ 100 MB/s",
+                AtLeast(mb_per_second, 800, 100)};
+  if (capped_mb > 0 && capped_mb < 800) {
+    figure.threshold = "rate-capped at " + FormatNumber("%.0f", capped_mb) + " MB/s: thresholds need a full run";
+    figure.verdict = Verdict::kInfo;
+  }
+  return figure;
+}
+
+}  // namespace
+
+std::vector<Figure> NetFigures(const json& result) {
+  std::vector<Figure> out;
+  // Scheduled: one entry per peer and one throughput burst.
+  for (const json& peer : ArrayField(result, "peers")) {
+    if (!peer.is_object() || !peer.contains("up") || peer["up"] != true) continue;
+    const std::string name = TextField(peer, "peer");
+    if (const auto rtt = NumberField(peer, "rtt_median_seconds")) out.push_back(Rtt(name, *rtt));
+    if (const auto offset = NumberField(peer, "clock_offset_seconds")) out.push_back(ClockOffset(name, *offset));
+  }
+  if (const auto it = result.find("throughput"); it != result.end() && TextField(*it, "test") == "tcp-throughput") {
+    if (const auto rate = NumberField(*it, "mb_per_second_received")) {
+      out.push_back(
+          TcpThroughput(TextField(*it, "node"), *rate, NumberField(*it, "rate_limit_mb_per_second").value_or(0)));
+    }
+  }
+  // Full: vnetperf's tables.
+  const json tests = result.is_object() ? result.value("tests", json::object()) : json::object();
+  for (const json& row : ArrayField(tests, "latency")) {
+    const std::string node = TextField(row, "node");
+    if (const auto rtt = NumberField(row, "rtt_latency_us")) out.push_back(Rtt(node, *rtt * kMicro));
+    if (const auto skew = NumberField(row, "clock_skew_us")) out.push_back(ClockOffset(node, *skew * kMicro));
+  }
+  std::map<std::string, double> best;  // per node, over the rate ladder
+  for (const json& row : ArrayField(tests, "tcp-throughput")) {
+    const std::string node = TextField(row, "node");
+    const auto rate = NumberField(row, "mb_per_second_received");
+    if (node.empty() || node == "average" || !rate) continue;
+    best[node] = std::max(best[node], *rate);
+  }
+  for (const auto& [node, rate] : best) out.push_back(TcpThroughput(node, rate, 0));
+  return out;
+}
+
+const ProbeModule kModule = {
+    .name = "net",
+    .create = &CreateNetProbe,
+    .config_section = &Section,
+    .parse_options = &ParseNetModuleOptions,
+    .figures = &NetFigures,
+    .command = {"net",
+                "  net [vnetperf options] [TEST...]\n"
+                "                      vnetperf: latency, clock skew, TCP/UDP throughput and\n"
+                "                      connection limit against peers (hostperf net --help)\n",
+                &Command},
+};
+
+}  // namespace hostperf::probes::net
