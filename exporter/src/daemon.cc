@@ -160,7 +160,7 @@ Result<bool> Daemon::Start() {
 
   HttpServerOptions http;
   http.listen_address = options_.listen_address;
-  http.security = options_.web_security;
+  http.guard = options_.web_security;
   auto server = HttpServer::Start(http, std::move(routes));
   if (!server) return Result<bool>::Error(server.error());
   server_ = std::move(server).value();

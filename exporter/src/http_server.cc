@@ -7,8 +7,6 @@
 #include <cctype>
 #include <mutex>
 
-#include "hostperf/exporter/web_security.h"
-
 namespace hostperf::exporter {
 namespace {
 
@@ -122,9 +120,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   using R = Result<std::unique_ptr<HttpServer>>;
   auto ports = ToCivetwebPorts(options.listen_address);
   if (!ports) return R::Error(ports.error());
-  const bool tls = options.security != nullptr && options.security->tls_enabled();
+  const bool tls = options.guard != nullptr && options.guard->tls_enabled();
   if (tls) {
-    if (auto shims = LoadCivetwebTlsShims(); !shims) return R::Error(shims.error());
+    if (auto prepared = options.guard->PrepareTls(); !prepared) return R::Error(prepared.error());
     ports.value() += "s";
   }
   InitLibraryOnce();
@@ -149,9 +147,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     return 1;
   };
   if (tls) {
-    // Our own SSL_CTX (web_security.cc): CivetWeb neither builds nor frees it.
+    // The guard's own SSL_CTX: CivetWeb neither builds nor frees it.
     callbacks.external_ssl_ctx = [](void** ssl_ctx, void* user_data) {
-      if (*ssl_ctx == nullptr) *ssl_ctx = static_cast<HttpServer*>(user_data)->options_.security->AcceptContext();
+      if (*ssl_ctx == nullptr) *ssl_ctx = static_cast<HttpServer*>(user_data)->options_.guard->AcceptContext();
       return 1;
     };
   }
@@ -210,9 +208,9 @@ int HttpServer::Dispatch(mg_connection* connection) {
     request.headers[Lower(info->http_headers[i].name)] = info->http_headers[i].value;
   }
   const bool head_only = request.method == "HEAD";
-  if (options_.security != nullptr) {
+  if (options_.guard != nullptr) {
     // Basic auth gates every route, before the body is read.
-    if (auto denied = options_.security->Authorize(request)) {
+    if (auto denied = options_.guard->Authorize(request)) {
       SendResponse(connection, *denied, head_only);
       return denied->status;
     }
@@ -254,8 +252,8 @@ int HttpServer::Dispatch(mg_connection* connection) {
       response = HttpResponse::Text(500, "internal error");
     }
   }
-  if (options_.security != nullptr) {
-    for (auto& header : options_.security->ResponseHeaders()) response.headers.push_back(std::move(header));
+  if (options_.guard != nullptr) {
+    for (auto& header : options_.guard->ResponseHeaders()) response.headers.push_back(std::move(header));
   }
   SendResponse(connection, response, head_only);
   return response.status;

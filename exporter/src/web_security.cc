@@ -223,6 +223,8 @@ std::vector<std::pair<std::string, std::string>> WebSecurity::ResponseHeaders() 
   return Current()->config.headers;
 }
 
+Result<bool> WebSecurity::PrepareTls() { return LoadCivetwebTlsShims(); }
+
 Result<bool> WebSecurity::Reload() {
   std::lock_guard reload_lock(reload_mu_);
   auto next = LoadState(file_);

@@ -13,13 +13,14 @@
 #include <string_view>
 #include <vector>
 
-#include "hostperf/config/config.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
 #include "hostperf/exporter/framework_metrics.h"
 #include "hostperf/exporter/http_server.h"
 #include "hostperf/exporter/run_api.h"
 #include "hostperf/exporter/run_manager.h"
 #include "hostperf/exporter/scheduler.h"
+#include "hostperf/exporter/web_security.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {

@@ -4,7 +4,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hostperf/base/result.h"
@@ -13,8 +15,6 @@ struct mg_context;
 struct mg_connection;
 
 namespace hostperf::exporter {
-
-class WebSecurity;
 
 struct HttpRequest {
   std::string method;
@@ -34,6 +34,30 @@ struct HttpResponse {
   std::string body;
 
   static HttpResponse Text(int status, std::string body);
+};
+
+// What the server asks of whatever guards it (--web.config.file's
+// WebSecurity): the server itself knows no auth scheme and no TLS config.
+// Implementations are used from every worker thread at once.
+class RequestGuard {
+ public:
+  virtual ~RequestGuard() = default;
+
+  // Called for every request before its body is read. nullopt: the request
+  // goes on to its route; else the response to send instead (a 401 with its
+  // challenge).
+  virtual std::optional<HttpResponse> Authorize(const HttpRequest& request) = 0;
+  // Added to every response that a route (or the 404/500 fallback) produced.
+  virtual std::vector<std::pair<std::string, std::string>> ResponseHeaders() const = 0;
+
+  // Whether the listening port speaks TLS; fixed for the server's life.
+  virtual bool tls_enabled() const = 0;
+  // TLS only: readies CivetWeb for TLS, once per process, before the server
+  // listens. An error stops HttpServer::Start.
+  virtual Result<bool> PrepareTls() = 0;
+  // TLS only: the SSL_CTX (as void*) that CivetWeb accepts with. Owned by
+  // the guard, which outlives the server; CivetWeb neither builds nor frees it.
+  virtual void* AcceptContext() const = 0;
 };
 
 // Routes are matched on exact path; a key ending in "/*" ("/api/v1/runs/*")
@@ -60,7 +84,7 @@ struct HttpServerOptions {
   std::size_t max_body_bytes = 64 * 1024;
   // --web.config.file: TLS on the listening port and basic auth in front of
   // every route. Null: plain HTTP, no auth.
-  std::shared_ptr<WebSecurity> security;
+  std::shared_ptr<RequestGuard> guard;
 };
 
 // Our own CivetWeb server: prometheus-cpp's Exposer cannot host more than

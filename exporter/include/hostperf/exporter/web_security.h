@@ -51,8 +51,9 @@ class CredentialCache {
 // in front of every endpoint, the extra response headers, and hot reload
 // (polled, or on SIGHUP). A reload that fails keeps the running config.
 // Exports hostperf_http_auth_failures_total and
-// hostperf_web_config_last_reload_successful.
-class WebSecurity final : public prometheus::Collectable {
+// hostperf_web_config_last_reload_successful. The HttpServer sees it as its
+// RequestGuard.
+class WebSecurity final : public prometheus::Collectable, public RequestGuard {
  public:
   // Reads and checks the file, TLS files included.
   static Result<std::unique_ptr<WebSecurity>> Load(const std::filesystem::path& file);
@@ -62,11 +63,13 @@ class WebSecurity final : public prometheus::Collectable {
 
   // Fixed at start: switching TLS on or off needs a restart (the listening
   // socket changes), so a reload that would do so is refused.
-  bool tls_enabled() const { return tls_enabled_; }
+  bool tls_enabled() const override { return tls_enabled_; }
+  // LoadCivetwebTlsShims().
+  Result<bool> PrepareTls() override;
 
   // nullopt: the request may go on; else the 401 to send.
-  std::optional<HttpResponse> Authorize(const HttpRequest& request);
-  std::vector<std::pair<std::string, std::string>> ResponseHeaders() const;
+  std::optional<HttpResponse> Authorize(const HttpRequest& request) override;
+  std::vector<std::pair<std::string, std::string>> ResponseHeaders() const override;
 
   // Re-reads the file (and the TLS files it names) and swaps the config.
   Result<bool> Reload();
@@ -77,7 +80,7 @@ class WebSecurity final : public prometheus::Collectable {
   // The SSL_CTX that CivetWeb accepts with. Each handshake switches to the
   // context of the current config, so certificate rotation and client-auth
   // changes apply to new connections without a restart.
-  void* AcceptContext() const { return accept_context_.get(); }
+  void* AcceptContext() const override { return accept_context_.get(); }
 
   std::uint64_t auth_failures() const { return auth_failures_.load(); }
   std::vector<prometheus::MetricFamily> Collect() const override;
