@@ -1,13 +1,12 @@
 #pragma once
 
 #include <cstddef>
-#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "hostperf/base/result.h"
+#include "hostperf/exporter/api_token.h"  // the token RunApi checks: ReadApiToken, TokensEqual
 #include "hostperf/exporter/http_server.h"
 #include "hostperf/exporter/run_manager.h"
 
@@ -15,15 +14,6 @@ namespace hostperf::exporter {
 
 inline constexpr std::string_view kRunsPath = "/api/v1/runs";
 inline constexpr std::size_t kMaxRunBodyBytes = 16 * 1024;
-
-// Reads api.token_file: the bearer token is the file's content without
-// surrounding whitespace. Unreadable, empty or containing whitespace or
-// control characters inside: an error naming the file.
-Result<std::string> ReadApiToken(const std::filesystem::path& path);
-
-// True if `given` equals `expected`, in time independent of where they
-// differ (both are hashed, then compared with CRYPTO_memcmp).
-bool TokensEqual(std::string_view given, std::string_view expected);
 
 // The run API (DESIGN.md section 7) over a RunManager:
 //   POST   /api/v1/runs               start a full run     202 / 400 / 401 / 409
