@@ -86,33 +86,6 @@ std::string RenderFigures(std::string_view probe, const nlohmann::json& result) 
   return html;
 }
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string RenderLandingPage(const std::vector<ProbeStatus>& probes, std::string_view telemetry_path,
                               std::string_view config_source, double now_unix_seconds,
                               const std::vector<nlohmann::json>& full_runs) {

@@ -5,11 +5,10 @@
 #include <string_view>
 #include <vector>
 
+#include "hostperf/exporter/html.h"  // HtmlEscape
 #include "hostperf/exporter/scheduler.h"
 
 namespace hostperf::exporter {
-
-std::string HtmlEscape(std::string_view text);
 
 // Plain HTML, no external assets: every probe with its schedule, last run and
 // last result against the documented thresholds (pass, warn, fail with the
