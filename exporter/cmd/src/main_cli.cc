@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/cluster/check.h"
 #include "hostperf/cluster/run_client.h"
 #include "hostperf/cmd/logging.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/build_info.h"
-#include "hostperf/probes/check/check.h"
 #include "hostperf/probes/cpu/cpu_probe.h"
 #include "hostperf/probes/disk/disk_probe.h"
 #include "hostperf/probes/disk/options.h"
@@ -220,7 +220,7 @@ int NetCommand(const std::vector<std::string>& args, std::shared_ptr<const hostp
 // gpcheckperf: runs the selected tests and prints the RESULT block; exit 1
 // when a test failed or could not run.
 int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
-  namespace check = hostperf::probes::check;
+  namespace check = hostperf::cluster;
   auto parsed = check::ParseCheckArgs(args);
   if (!parsed) return Usage("check: " + parsed.error());
   if (parsed->help) {

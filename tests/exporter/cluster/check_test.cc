@@ -1,4 +1,4 @@
-#include "hostperf/probes/check/check.h"
+#include "hostperf/cluster/check.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace hostperf::probes::check {
+namespace hostperf::cluster {
 namespace {
 
 using nlohmann::json;
@@ -454,4 +454,4 @@ TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {
 }
 
 }  // namespace
-}  // namespace hostperf::probes::check
+}  // namespace hostperf::cluster

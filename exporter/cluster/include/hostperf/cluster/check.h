@@ -11,7 +11,10 @@
 #include "hostperf/base/result.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::probes::check {
+namespace hostperf::cluster {
+
+// The outcome of a probe run, local or remote (probes/common).
+using probes::ProbeOutcome;
 
 // gpcheckperf's -r letters: d disk, s stream, and one network mode: N parallel
 // pairs, n serial pairs, M full matrix.
@@ -143,4 +146,4 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
 
 std::string_view ToString(NetMode mode);  // "parallel", "serial", "matrix", "none"
 
-}  // namespace hostperf::probes::check
+}  // namespace hostperf::cluster

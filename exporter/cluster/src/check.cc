@@ -1,4 +1,4 @@
-#include "hostperf/probes/check/check.h"
+#include "hostperf/cluster/check.h"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -13,7 +13,7 @@
 
 #include "hostperf/config/units.h"
 
-namespace hostperf::probes::check {
+namespace hostperf::cluster {
 
 namespace {
 
@@ -613,4 +613,4 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
   return run;
 }
 
-}  // namespace hostperf::probes::check
+}  // namespace hostperf::cluster
