@@ -23,7 +23,7 @@ inline constexpr const char* kInvalidReason = "invalid";
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}       // NOLINT: implicit by design
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}            // NOLINT: implicit by design
   Result(Failure failure) : state_(std::in_place_index<1>, std::move(failure)) {}  // NOLINT: implicit by design
   static Result Error(std::string message) { return Failure{kInvalidReason, std::move(message)}; }
   static Result Error(std::string reason, std::string message) {
