@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "hostperf/base/clock.h"
-#include "hostperf/exporter/full_run.h"
-#include "hostperf/exporter/run_api.h"
-#include "hostperf/exporter/run_manager.h"
+#include "hostperf/runs/full_run.h"
+#include "hostperf/runs/run_api.h"
+#include "hostperf/runs/run_manager.h"
 
 namespace {
 

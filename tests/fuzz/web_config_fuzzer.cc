@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "hostperf/exporter/web_config.h"
+#include "hostperf/http/web_config.h"
 
 namespace {
 

@@ -12,6 +12,8 @@ done
 [[ -f $prefix/etc/hostperf/hostperf.toml ]] || { echo "missing etc/hostperf/hostperf.toml"; exit 1; }
 "$prefix/bin/hostperf_exporter" --config.file="$prefix/etc/hostperf/hostperf.toml" --config.check
 "$prefix/bin/hostperf" --version
+# The installed CLI links neither the daemon's libsystemd nor libcrypt.
+"$(dirname "$0")/../cli_libs_check.sh" "$prefix/bin/hostperf"
 # The web config example, and the TLS shims for CivetWeb next to the binaries.
 "$prefix/bin/hostperf_exporter" --web.config.file="$prefix/etc/hostperf/web-config.example.yml" --config.check
 compgen -G "$prefix/lib*/hostperf/libhostperf-civetweb-ssl.so" >/dev/null || { echo "missing TLS shim"; exit 1; }

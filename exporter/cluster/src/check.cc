@@ -1,0 +1,616 @@
+#include "hostperf/cluster/check.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "hostperf/config/units.h"
+
+namespace hostperf::cluster {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kStreamMB = 1e6;
+// gpcheckperf flags a link, and we a host, below this share of the best.
+constexpr double kGoodShare = 0.9;
+// The net probe's largest datarate option: no practical cap.
+constexpr double kNetFullSpeedMBps = 100000;
+
+std::optional<double> Number(const json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string Text(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const json& Member(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  const auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+// One host's figure in a section (gpcheckperf's (mbps, time, bytes)).
+struct HostFigure {
+  std::string host;
+  double mb_per_second = 0;
+  double seconds = 0;
+  double bytes = 0;
+};
+
+// printResult: averages, totals, min and max with their host, per-host lines
+// with -D, and (our addition) a warning for hosts below 90% of the best.
+std::string FormatSection(std::string_view title, const std::vector<HostFigure>& figures,
+                          const FormatOptions& options) {
+  double total_seconds = 0, total_bytes = 0, total_rate = 0;
+  const HostFigure* min = nullptr;
+  const HostFigure* max = nullptr;
+  for (const HostFigure& figure : figures) {
+    total_seconds += figure.seconds;
+    total_bytes += figure.bytes;
+    total_rate += figure.mb_per_second;
+    if (!min || figure.mb_per_second < min->mb_per_second) min = &figure;
+    if (!max || figure.mb_per_second > max->mb_per_second) max = &figure;
+  }
+  std::string out = "\n";
+  if (total_seconds > 0) {
+    out += fmt::format("  {} avg time (sec): {:.2f}\n", title, total_seconds / static_cast<double>(figures.size()));
+  }
+  if (total_bytes > 0) out += fmt::format("  {} tot bytes: {:.0f}\n", title, total_bytes);
+  out += fmt::format("  {} tot bandwidth (MB/s): {:.2f}\n", title, total_rate);
+  out += fmt::format("  {} min bandwidth (MB/s): {:.2f} [{}]\n", title, min->mb_per_second, min->host);
+  out += fmt::format("  {} max bandwidth (MB/s): {:.2f} [{}]\n", title, max->mb_per_second, max->host);
+  if (options.per_host) {
+    out += "  -- per host bandwidth --\n";
+    for (const HostFigure& figure : figures) {
+      out += fmt::format("     {} bandwidth (MB/s): {:.2f} [{}]\n", title, figure.mb_per_second, figure.host);
+    }
+  }
+  for (const HostFigure& figure : figures) {
+    if (figure.mb_per_second < kGoodShare * max->mb_per_second) {
+      out +=
+          fmt::format("  [Warning] {} bandwidth on {} is no good: {:.2f} MB/s is below 90% of the best {:.2f} [{}]\n",
+                      title, figure.host, figure.mb_per_second, max->mb_per_second, max->host);
+    }
+  }
+  return out;
+}
+
+// The hosts that have a figure at `path` (e.g. disk.write), in host order.
+std::vector<HostFigure> DiskFigures(const json& hosts, const char* test) {
+  std::vector<HostFigure> figures;
+  for (const json& host : hosts) {
+    const json& entry = Member(Member(host, "disk"), test);
+    const auto bytes = Number(entry, "bytes");
+    const auto seconds = Number(entry, "seconds");
+    if (!bytes || !seconds || *seconds <= 0) continue;
+    figures.push_back({Text(host, "host"), *bytes / *seconds / kMiB, *seconds, *bytes});
+  }
+  return figures;
+}
+
+std::vector<HostFigure> StreamFigures(const json& hosts) {
+  std::vector<HostFigure> figures;
+  for (const json& host : hosts) {
+    if (const auto rate = Number(Member(host, "stream"), "bytes_per_second")) {
+      figures.push_back({Text(host, "host"), *rate / kStreamMB, 0, 0});
+    }
+  }
+  return figures;
+}
+
+struct Link {
+  std::string from, to;
+  double mb_per_second = 0;
+};
+
+std::string FormatSummary(const std::vector<Link>& links) {
+  std::vector<double> rates;
+  for (const Link& link : links) rates.push_back(link.mb_per_second);
+  double sum = 0;
+  for (const double rate : rates) sum += rate;
+  std::vector<double> sorted = rates;
+  std::sort(sorted.begin(), sorted.end());
+  std::string out = "\n Summary:\n";
+  out += fmt::format(" sum = {:.2f} MB/sec\n", sum);
+  out += fmt::format(" min = {:.2f} MB/sec\n", sorted.front());
+  out += fmt::format(" max = {:.2f} MB/sec\n", sorted.back());
+  out += fmt::format(" avg = {:.2f} MB/sec\n", sum / static_cast<double>(sorted.size()));
+  out += fmt::format(" median = {:.2f} MB/sec\n", sorted[sorted.size() / 2]);
+  out += "\n";
+  for (const Link& link : links) {
+    if (link.mb_per_second < kGoodShare * sorted.back()) {
+      out += fmt::format(" [Warning] connection between {} and {} is no good\n", link.from, link.to);
+    }
+  }
+  return out;
+}
+
+// Per-host sums in first-seen order.
+std::vector<std::pair<std::string, double>> SumBy(const std::vector<Link>& links, bool by_sender) {
+  std::vector<std::pair<std::string, double>> sums;
+  for (const Link& link : links) {
+    const std::string& host = by_sender ? link.from : link.to;
+    auto it = std::find_if(sums.begin(), sums.end(), [&](const auto& entry) { return entry.first == host; });
+    if (it == sums.end()) {
+      sums.emplace_back(host, link.mb_per_second);
+    } else {
+      it->second += link.mb_per_second;
+    }
+  }
+  return sums;
+}
+
+std::string FormatNetwork(const json& network, const FormatOptions& options) {
+  std::vector<Link> links;
+  const json& entries = Member(network, "links");
+  if (entries.is_array()) {
+    for (const json& entry : entries) {
+      if (const auto rate = Number(entry, "bytes_per_second")) {
+        links.push_back({Text(entry, "from"), Text(entry, "to"), *rate / kMiB});
+      }
+    }
+  }
+  if (links.empty()) return "";
+  std::string out = "\n";
+  if (Text(network, "mode") == "matrix") {
+    out += " Full matrix netperf bandwidth test\n";
+    out += "\n Per host transfer rates\n";
+    for (const auto& [host, rate] : SumBy(links, true)) out += fmt::format(" {} Tx rate: {:.2f}\n", host, rate);
+    out += "\n Per host receive rates\n";
+    for (const auto& [host, rate] : SumBy(links, false)) out += fmt::format(" {} Rx rate: {:.2f}\n", host, rate);
+    if (options.verbose) {
+      out += "\n";
+      for (const Link& link : links) out += fmt::format(" {} -> {} = {:f}\n", link.from, link.to, link.mb_per_second);
+    }
+  } else {
+    out += " Netperf bisection bandwidth test\n";
+    for (const Link& link : links) out += fmt::format(" {} -> {} = {:f}\n", link.from, link.to, link.mb_per_second);
+  }
+  return out + FormatSummary(links);
+}
+
+Result<std::string> NextValue(const std::vector<std::string>& args, std::size_t* i, const std::string& flag) {
+  const std::string& arg = args[*i];
+  if (arg.size() > flag.size()) return arg.substr(flag.size());  // -d/data
+  if (*i + 1 >= args.size()) return Result<std::string>::Error("option " + flag + " needs a value");
+  return args[++*i];
+}
+
+Result<std::uint16_t> ParsePort(const std::string& text, const std::string& what) {
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || port == 0 || port > 65535) {
+    return Result<std::uint16_t>::Error(what + ": \"" + text + "\" is not a port number (1 to 65535)");
+  }
+  return static_cast<std::uint16_t>(port);
+}
+
+// gpcheckperf's -f: one host per line; blank lines and # comments skipped.
+Result<std::vector<std::string>> ReadHostFile(const std::string& path) {
+  using R = Result<std::vector<std::string>>;
+  std::ifstream in(path);
+  if (!in) return R::Error("-f: cannot read host file \"" + path + "\"");
+  std::vector<std::string> hosts;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    const std::string host = line.substr(first, last - first + 1);
+    if (host.find_first_of(" \t") != std::string::npos) {
+      return R::Error("-f: \"" + path + "\": one host per line, got \"" + host + "\"");
+    }
+    hosts.push_back(host);
+  }
+  return hosts;
+}
+
+// The net probe's name for the responder of `spec`'s host.
+std::string NetTarget(const HostSpec& spec, std::uint16_t net_port) {
+  const bool v6 = spec.address.find(':') != std::string::npos;
+  if (net_port == 0) return v6 ? "[" + spec.address + "]" : spec.address;
+  return (v6 ? "[" + spec.address + "]" : spec.address) + ":" + std::to_string(net_port);
+}
+
+// Runs `job(i)` for every index at once and waits for all of them.
+template <typename Job>
+auto RunConcurrently(std::size_t count, const Job& job) {
+  std::vector<decltype(job(std::size_t{0}))> results(count);
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) threads.emplace_back([&, i] { results[i] = job(i); });
+  for (auto& thread : threads) thread.join();
+  return results;
+}
+
+}  // namespace
+
+std::string_view ToString(NetMode mode) {
+  switch (mode) {
+    case NetMode::kParallel:
+      return "parallel";
+    case NetMode::kSerial:
+      return "serial";
+    case NetMode::kMatrix:
+      return "matrix";
+    case NetMode::kNone:
+      break;
+  }
+  return "none";
+}
+
+Result<TestSelection> ParseTestSelection(std::string_view letters) {
+  using R = Result<TestSelection>;
+  if (letters.empty()) return R::Error("-r needs at least one of the letters d, s, N, n, M");
+  TestSelection selection;
+  for (const char letter : letters) {
+    NetMode mode = NetMode::kNone;
+    switch (letter) {
+      case 'd':
+        selection.disk = true;
+        continue;
+      case 's':
+        selection.stream = true;
+        continue;
+      case 'N':
+        mode = NetMode::kParallel;
+        break;
+      case 'n':
+        mode = NetMode::kSerial;
+        break;
+      case 'M':
+        mode = NetMode::kMatrix;
+        break;
+      default:
+        return R::Error(fmt::format("-r: unknown test letter '{}' (expected d, s, N, n or M)", letter));
+    }
+    if (selection.net != NetMode::kNone && selection.net != mode) {
+      return R::Error("-r: choose one network test: N (parallel pairs), n (serial pairs) or M (full matrix)");
+    }
+    selection.net = mode;
+  }
+  return selection;
+}
+
+Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
+  using R = Result<CheckOptions>;
+  CheckOptions options;
+  std::string letters = "dsn";  // gpcheckperf's default
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const auto value_of = [&](const char* flag) { return NextValue(args, &i, flag); };
+    if (arg == "-D") {
+      options.per_host = true;
+    } else if (arg == "-v" || arg == "-V") {
+      options.verbose = true;
+    } else if (arg == "--help" || arg == "-?") {
+      options.help = true;
+    } else if (arg == "--duration" || arg.starts_with("--duration=")) {
+      auto value = arg == "--duration" ? value_of("--duration") : Result<std::string>(arg.substr(11));
+      if (!value) return R::Error(value.error());
+      // gpcheckperf's netperf length; our disk test (vioperf-style) is
+      // time-bounded too, so it takes the same limit.
+      const auto duration = config::ParseDuration(*value);
+      if (!duration || duration->count() <= 0) {
+        return R::Error("--duration: \"" + *value + "\" is not a duration like 15s or 2m");
+      }
+      options.net_seconds = std::chrono::duration<double>(*duration).count();
+      options.disk_options["duration"] = *value;
+    } else if (arg == "--api-port" || arg == "--net-port") {
+      auto value = value_of(arg.c_str());
+      if (!value) return R::Error(value.error());
+      auto port = ParsePort(*value, arg);
+      if (!port) return R::Error(port.error());
+      (arg == "--api-port" ? options.api_port : options.net_port) = *port;
+    } else if (arg == "--token-file") {
+      auto value = value_of("--token-file");
+      if (!value) return R::Error(value.error());
+      options.token_file = *value;
+    } else if (arg.starts_with("-f")) {
+      auto value = value_of("-f");
+      if (!value) return R::Error(value.error());
+      auto hosts = ReadHostFile(*value);
+      if (!hosts) return R::Error(hosts.error());
+      options.hosts.insert(options.hosts.end(), hosts->begin(), hosts->end());
+    } else if (arg == "--stream-size") {
+      auto value = value_of("--stream-size");
+      if (!value) return R::Error(value.error());
+      std::uint64_t elements = 0;
+      const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), elements);
+      if (ec != std::errc() || end != value->data() + value->size() || value->empty()) {
+        return R::Error("--stream-size: \"" + *value + "\" is not a number of elements");
+      }
+      options.memory_options["array_elements"] = elements;
+    } else if (arg.starts_with("-S") || arg.starts_with("-B")) {
+      const std::string flag = arg.substr(0, 2);
+      auto value = value_of(flag.c_str());
+      if (!value) return R::Error(value.error());
+      options.disk_options[flag == "-S" ? "data_size" : "max_buffer_size"] = *value;
+    } else if (arg.starts_with("-d") || arg.starts_with("-h") || arg.starts_with("-r")) {
+      const std::string flag = arg.substr(0, 2);
+      auto value = value_of(flag.c_str());
+      if (!value) return R::Error(value.error());
+      if (value->empty()) return R::Error("option " + flag + " needs a non-empty value");
+      if (flag == "-d") {
+        options.directories.push_back(*value);
+      } else if (flag == "-h") {
+        options.hosts.push_back(*value);
+      } else {
+        letters = *value;
+      }
+    } else {
+      return R::Error("unknown option \"" + arg + "\"");
+    }
+  }
+  auto tests = ParseTestSelection(letters);
+  if (!tests) return R::Error(tests.error());
+  options.tests = *tests;
+  if (!options.directories.empty()) options.disk_options["directories"] = options.directories;
+  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
+    if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
+    if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
+        options.hosts.begin() + static_cast<long>(i)) {
+      return R::Error("host \"" + options.hosts[i] + "\" is given twice");
+    }
+  }
+  if (options.tests.net != NetMode::kNone && options.net_seconds > 60) {
+    return R::Error("--duration: the network test runs at most 60s per link");
+  }
+  if (options.tests.disk && options.directories.empty() && !options.help) {
+    return R::Error("the disk test (-r d) needs at least one -d DIR");
+  }
+  return options;
+}
+
+std::string FormatCheckResult(const nlohmann::json& check, const FormatOptions& options) {
+  std::string out = "\n ====================\n ==  RESULT\n ====================\n";
+  const json& hosts = Member(check, "hosts");
+  const json no_hosts = json::array();
+  const json& host_list = hosts.is_array() ? hosts : no_hosts;
+  for (const char* test : {"write", "read"}) {
+    const auto figures = DiskFigures(host_list, test);
+    if (!figures.empty()) out += FormatSection(fmt::format("disk {}", test), figures, options);
+  }
+  if (const auto figures = StreamFigures(host_list); !figures.empty()) out += FormatSection("stream", figures, options);
+  out += FormatNetwork(Member(check, "network"), options);
+  return out;
+}
+
+nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result) {
+  const json& kernels = Member(memory_result, "kernels");
+  if (!kernels.is_array()) return nullptr;
+  for (const json& kernel : kernels) {
+    if (Text(kernel, "kernel") != "copy") continue;
+    const auto rate = Number(kernel, "best_bytes_per_second");
+    if (!rate || *rate <= 0) return nullptr;
+    return {{"bytes_per_second", *rate}};
+  }
+  return nullptr;
+}
+
+nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result) {
+  struct Test {
+    const char* key;        // ours
+    const char* name;       // the disk probe's test name
+    const char* bytes_key;  // its byte counter
+  };
+  const json& sequential = Member(disk_result, "sequential");
+  const json& directories = Member(disk_result, "directories");
+  json entry = json::object();
+  for (const Test& test : {Test{"write", "Write", "bytes_written"}, Test{"read", "Read", "bytes_read"}}) {
+    std::optional<double> bytes = Number(Member(sequential, test.key), "bytes");
+    std::optional<double> seconds = Number(Member(sequential, test.key), "seconds");
+    if (!bytes && directories.is_array()) {
+      for (const json& directory : directories) {
+        const json& tests = Member(directory, "tests");
+        if (!tests.is_array()) continue;
+        for (const json& result : tests) {
+          const auto test_bytes = Number(result, test.bytes_key);
+          const auto test_seconds = Number(result, "seconds");
+          if (Text(result, "test") != test.name || !test_bytes || !test_seconds) continue;
+          bytes = bytes.value_or(0) + *test_bytes;
+          seconds = seconds.value_or(0) + *test_seconds;
+        }
+      }
+    }
+    if (bytes && seconds && *seconds > 0) entry[test.key] = {{"bytes", *bytes}, {"seconds", *seconds}};
+  }
+  return entry.empty() ? json(nullptr) : entry;
+}
+
+Result<HostSpec> ParseHostSpec(std::string_view spec, std::uint16_t default_api_port) {
+  using R = Result<HostSpec>;
+  const std::string text(spec);
+  HostSpec out;
+  out.api_port = default_api_port;
+  std::string port;
+  if (text.starts_with("[")) {
+    const auto close = text.find(']');
+    if (close == std::string::npos || close == 1) return R::Error("host \"" + text + "\": unbalanced [ ]");
+    out.address = text.substr(1, close - 1);
+    if (close + 1 < text.size()) {
+      if (text[close + 1] != ':') return R::Error("host \"" + text + "\": expected [address]:port");
+      port = text.substr(close + 2);
+    }
+  } else if (std::count(text.begin(), text.end(), ':') == 1) {
+    out.address = text.substr(0, text.find(':'));
+    port = text.substr(text.find(':') + 1);
+  } else {
+    out.address = text;  // a name, an IPv4 address or a bare IPv6 address
+  }
+  if (out.address.empty() || out.address.find_first_of(" \t/") != std::string::npos) {
+    return R::Error("host \"" + text + "\": expected a host name or address, optionally with :port");
+  }
+  if (text.starts_with("[") ? text.find("]:") != std::string::npos : !port.empty() || text.ends_with(":")) {
+    auto parsed = ParsePort(port, "host \"" + text + "\"");
+    if (!parsed) return R::Error(parsed.error());
+    out.api_port = *parsed;
+  }
+  return out;
+}
+
+bool IsLocalHost(std::string_view host, std::string_view local_name) {
+  return host == "localhost" || host == "127.0.0.1" || host == "::1" || host == local_name;
+}
+
+std::vector<NetworkRound> PlanNetworkRounds(std::size_t hosts, NetMode mode) {
+  std::vector<NetworkRound> rounds;
+  if (hosts < 2 || mode == NetMode::kNone) return rounds;
+  const auto both_ways = [](std::size_t a, std::size_t b) { return NetworkRound{{a, b}, {b, a}}; };
+  if (mode == NetMode::kMatrix) {
+    // Circle method: host 0 stays put, the others rotate; a phantom host
+    // (index `hosts`) makes the count even and sits one host out per round.
+    const std::size_t n = hosts % 2 == 0 ? hosts : hosts + 1;
+    std::vector<std::size_t> ring(n);
+    for (std::size_t i = 0; i < n; ++i) ring[i] = i;
+    for (std::size_t round = 0; round + 1 < n; ++round) {
+      NetworkRound links;
+      for (std::size_t i = 0; i < n / 2; ++i) {
+        const std::size_t a = ring[i];
+        const std::size_t b = ring[n - 1 - i];
+        if (a >= hosts || b >= hosts) continue;
+        links.emplace_back(a, b);
+        links.emplace_back(b, a);
+      }
+      rounds.push_back(std::move(links));
+      std::rotate(ring.begin() + 1, ring.end() - 1, ring.end());
+    }
+    return rounds;
+  }
+  NetworkRound together;
+  for (std::size_t a = 0; a + 1 < hosts; a += 2) {
+    const NetworkRound pair = both_ways(a, a + 1);
+    if (mode == NetMode::kSerial) {
+      rounds.push_back(pair);
+    } else {
+      together.insert(together.end(), pair.begin(), pair.end());
+    }
+  }
+  if (!together.empty()) rounds.push_back(std::move(together));
+  if (hosts % 2 == 1) rounds.push_back(both_ways(hosts - 1, 0));  // the odd host out
+  return rounds;
+}
+
+std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, const std::string& target,
+                                            std::string* error) {
+  const json& rows = Member(Member(net_result, "tests"), "tcp-throughput");
+  if (rows.is_array()) {
+    for (const json& row : rows) {
+      if (Text(row, "node") != target) continue;
+      const auto bytes = Number(row, "bytes_received");
+      const auto seconds = Number(row, "duration_seconds");
+      if (Text(row, "outcome") != "ok") {
+        *error = "session " + Text(row, "outcome") + (Text(row, "error").empty() ? "" : ": " + Text(row, "error"));
+        return std::nullopt;
+      }
+      if (!bytes || !seconds || *seconds <= 0) break;
+      return *bytes / *seconds;
+    }
+  }
+  *error = "the net result has no tcp-throughput row for " + target;
+  return std::nullopt;
+}
+
+CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name) {
+  CheckRun run;
+  const std::vector<std::string> hosts = options.hosts.empty() ? std::vector<std::string>{local_name} : options.hosts;
+  std::vector<HostSpec> specs;
+  for (const std::string& host : hosts) {
+    auto spec = ParseHostSpec(host, options.api_port);
+    if (!spec) {
+      run.errors.push_back(spec.error());
+      return run;
+    }
+    specs.push_back(*spec);
+  }
+  run.ran = true;
+  json entries = json::array();
+  for (const std::string& host : hosts) entries.push_back({{"host", host}});
+
+  // One test on every host at once; each host's figure lands in its entry.
+  const auto on_every_host = [&](std::string_view test, std::string_view probe, const json& probe_options,
+                                 const char* key, json (*entry_of)(const json&), std::string_view missing) {
+    if (options.verbose) {
+      for (const std::string& host : hosts) run.notes.push_back(fmt::format("[Info] {} test on {}", test, host));
+    }
+    const auto outcomes =
+        RunConcurrently(hosts.size(), [&](std::size_t i) { return run_on(hosts[i], probe, probe_options); });
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      const ProbeOutcome& outcome = outcomes[i];
+      json entry = entry_of(outcome.result);
+      if (outcome.status != ProbeOutcome::Status::kSuccess) {
+        run.errors.push_back(
+            fmt::format("{} test on {} failed: {}: {}", test, hosts[i], outcome.reason, outcome.message));
+      } else if (entry.is_null()) {
+        run.errors.push_back(fmt::format("{} test on {}: {}", test, hosts[i], missing));
+      } else {
+        entries[i][key] = std::move(entry);
+      }
+    }
+  };
+  if (options.tests.disk) {
+    on_every_host("disk", "disk", options.disk_options, "disk", DiskEntryFromDiskResult,
+                  "the disk result has no write or read figures");
+  }
+  if (options.tests.stream) {
+    on_every_host("stream", "memory", options.memory_options, "stream", StreamEntryFromMemoryResult,
+                  "the memory result has no copy rate");
+  }
+  run.check["hosts"] = std::move(entries);
+
+  if (options.tests.net == NetMode::kNone) return run;
+  if (hosts.size() < 2) {
+    // gpcheckperf's own wording: a network test needs two hosts.
+    run.notes.push_back("[Warning] single host only - abandon netperf test");
+    return run;
+  }
+  json links = json::array();
+  for (const NetworkRound& round : PlanNetworkRounds(hosts.size(), options.tests.net)) {
+    const auto outcomes = RunConcurrently(round.size(), [&](std::size_t i) {
+      const auto [from, to] = round[i];
+      // Full speed (the net probe's largest rate cap), as netperf runs.
+      const json net_options = {{"hosts", {NetTarget(specs[to], options.net_port)}},
+                                {"tests", {"tcp-throughput"}},
+                                {"datarate", kNetFullSpeedMBps},
+                                {"duration", options.net_seconds}};
+      return run_on(hosts[from], "net", net_options);
+    });
+    for (std::size_t i = 0; i < round.size(); ++i) {
+      const auto [from, to] = round[i];
+      const ProbeOutcome& outcome = outcomes[i];
+      if (options.verbose) run.notes.push_back(fmt::format("[Info] netperf {} -> {}", hosts[from], hosts[to]));
+      std::string why;
+      const auto rate = outcome.status == ProbeOutcome::Status::kSuccess
+                            ? LinkRateFromNetResult(outcome.result, NetTarget(specs[to], options.net_port), &why)
+                            : std::nullopt;
+      if (outcome.status != ProbeOutcome::Status::kSuccess) why = outcome.reason + ": " + outcome.message;
+      if (!rate) {
+        run.errors.push_back(fmt::format("network test {} -> {} failed: {}", hosts[from], hosts[to], why));
+        continue;
+      }
+      links.push_back({{"from", hosts[from]}, {"to", hosts[to]}, {"bytes_per_second", *rate}});
+    }
+  }
+  run.check["network"] = {{"mode", std::string(ToString(options.tests.net))}, {"links", std::move(links)}};
+  return run;
+}
+
+}  // namespace hostperf::cluster

@@ -1,0 +1,148 @@
+// hostperf_exporter: the daemon.
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "hostperf/cmd/flags.h"
+#include "hostperf/cmd/logging.h"
+#include "hostperf/config/config.h"
+#include "hostperf/daemon/daemon.h"
+#include "hostperf/http/web_security.h"
+#include "hostperf/probes/build_info.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: hostperf_exporter [flags]
+
+Runs low-impact host performance probes on a schedule and serves the results
+to Prometheus.
+
+Flags:
+  --config.file=PATH          TOML config file (default: the embedded defaults)
+  --config.check              validate the config, print the result and exit 0 or 1
+  --web.listen-address=ADDR   address to listen on (default ":9580"; port 0 picks one)
+  --web.telemetry-path=PATH   path of the metrics endpoint (default "/metrics")
+  --web.config.file=PATH      TLS and basic auth (exporter-toolkit YAML format); re-read
+                              when it or its TLS files change, and on SIGHUP
+  --log.level=LEVEL           debug, info, warn or error (default info)
+  --log.format=FORMAT         logfmt or json (default logfmt)
+  --help                      show this help and exit
+  --version                   show the version and exit
+)";
+
+void PrintVersion() {
+  namespace bi = hostperf::build_info;
+  std::printf("hostperf_exporter, version %s (revision: %s)\n  compiler: %s %s\n  flags: %s\n  fingerprint: %s\n",
+              bi::kVersion, bi::kRevision, bi::kCompiler, bi::kCompilerVersion, bi::kBuildFlags, bi::kFingerprint);
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "hostperf_exporter: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hostperf;
+  const exporter::FlagSpec spec{
+      {"config.file", "web.listen-address", "web.telemetry-path", "web.config.file", "log.level", "log.format"},
+      {"config.check", "help", "version"}};
+  auto flags = exporter::ParseFlags(std::vector<std::string>(argv + 1, argv + argc), spec);
+  if (!flags) return Fail(flags.error());
+  if (flags->Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (flags->Has("version")) {
+    PrintVersion();
+    return 0;
+  }
+  if (!flags->positional.empty()) return Fail("unexpected argument \"" + flags->positional.front() + "\" (see --help)");
+
+  auto format = exporter::ParseLogFormat(flags->Get("log.format").value_or("logfmt"));
+  if (!format) return Fail(format.error());
+  if (auto logging = exporter::SetUpLogging(flags->Get("log.level").value_or("info"), *format); !logging) {
+    return Fail(logging.error());
+  }
+  // Serving without the TLS or auth the operator asked for would be worse than not starting.
+  std::shared_ptr<exporter::WebSecurity> web_security;
+  if (auto path = flags->Get("web.config.file")) {
+    auto loaded = exporter::WebSecurity::Load(*path);
+    if (!loaded) return Fail(loaded.error());
+    web_security = std::move(loaded).value();
+  }
+
+  exporter::DaemonOptions options;
+  if (auto path = flags->Get("config.file")) options.config_file = *path;
+  options.listen_address = flags->Get("web.listen-address").value_or(":9580");
+  options.telemetry_path = flags->Get("web.telemetry-path").value_or("/metrics");
+  options.web_security = web_security;
+  if (options.telemetry_path.empty() || options.telemetry_path.front() != '/' || options.telemetry_path == "/" ||
+      options.telemetry_path.rfind("/-/", 0) == 0) {
+    return Fail("--web.telemetry-path must start with / and not clash with / or /-/: \"" + options.telemetry_path +
+                "\"");
+  }
+
+  auto loaded = options.config_file ? probes::LoadConfigFile(*options.config_file)
+                                    : Result<config::Config>(probes::DefaultConfig());
+  if (!loaded) {
+    std::fprintf(stderr, "%s\n", loaded.error().c_str());
+    return 1;
+  }
+  if (flags->Has("config.check")) {
+    std::printf("%s: config OK\n", loaded->source.c_str());
+    return 0;
+  }
+
+  // Signals go to one thread that turns them into calls; every other thread
+  // (HTTP workers, probes) inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGHUP);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = exporter::Daemon::Create(options, std::make_shared<const config::Config>(std::move(loaded).value()),
+                                         exporter::MakeSystemdNotifier());
+  if (!daemon) {
+    spdlog::error("{}", daemon.error());
+    return 1;
+  }
+  exporter::Daemon& d = *daemon.value();
+  if (web_security) web_security->StartWatching(std::chrono::seconds(2));
+  std::thread signal_thread([&d, &web_security, signals] {
+    for (;;) {
+      int signo = 0;
+      if (sigwait(&signals, &signo) != 0) continue;
+      if (signo == SIGHUP) {
+        spdlog::info("SIGHUP: reloading config");
+        (void)d.Reload();
+        if (web_security) (void)web_security->Reload();
+        continue;
+      }
+      spdlog::info("{}: stopping", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      d.Shutdown();
+      return;
+    }
+  });
+  const int code = d.Run();
+  if (code != 0) {
+    // A probe ignored cancellation and still runs: do not wait on it.
+    spdlog::error("exiting without cleanup of an abandoned probe");
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
+  // Run() also returns on its own only after Shutdown(), so the signal thread is done or about to be.
+  signal_thread.join();
+  daemon.value().reset();
+  return 0;
+}

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hostperf/base/clock.h"
+#include "hostperf/config/config.h"
+#include "hostperf/daemon/framework_metrics.h"
+#include "hostperf/daemon/scheduler.h"
+#include "hostperf/http/http_server.h"
+#include "hostperf/http/web_security.h"
+#include "hostperf/probes/probe.h"
+#include "hostperf/runs/run_api.h"
+#include "hostperf/runs/run_manager.h"
+
+namespace hostperf::exporter {
+
+// Talks to the service manager (sd_notify); a no-op outside systemd.
+class ServiceNotifier {
+ public:
+  virtual ~ServiceNotifier() = default;
+  virtual void Notify(std::string_view state) = 0;
+  // Watchdog period requested by the manager, if any.
+  virtual std::optional<std::chrono::microseconds> WatchdogPeriod() = 0;
+};
+std::unique_ptr<ServiceNotifier> MakeSystemdNotifier();
+
+struct DaemonOptions {
+  std::optional<std::filesystem::path> config_file;  // none: embedded defaults
+  std::string listen_address = ":9580";
+  std::string telemetry_path = "/metrics";
+  probes::SystemRoots roots;
+  std::shared_ptr<WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
+};
+
+// Wires config, probes, scheduler and HTTP together.
+class Daemon {
+ public:
+  // `config` is the already validated initial config.
+  static Result<std::unique_ptr<Daemon>> Create(DaemonOptions options, std::shared_ptr<const config::Config> config,
+                                                std::unique_ptr<ServiceNotifier> notifier);
+  ~Daemon();
+
+  // Runs the scheduler on the calling thread until Shutdown(). Returns the
+  // process exit code.
+  int Run();
+  // Safe from any thread (the signal thread, an HTTP worker).
+  void Shutdown();
+  // Re-reads, validates and swaps the config; on error the old one stays.
+  Result<bool> Reload();
+
+  std::vector<int> Ports() const { return server_->Ports(); }
+
+ private:
+  Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
+         std::unique_ptr<ServiceNotifier> notifier);
+  Result<bool> Start();
+  HttpResponse HandleLanding(const HttpRequest& request) const;
+  HttpResponse HandleReload(const HttpRequest& request);
+  // api.token_file of `config`: nullopt when unset (API disabled).
+  static Result<std::optional<std::string>> LoadApiToken(const config::Config& config);
+  void Heartbeat();
+
+  DaemonOptions options_;
+  std::unique_ptr<ServiceNotifier> notifier_;
+  RealClock clock_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<FrameworkMetrics> framework_metrics_;
+  prometheus::Gauge* reload_successful_ = nullptr;
+  prometheus::Gauge* reload_timestamp_ = nullptr;
+  std::filesystem::path state_directory_;
+  std::vector<std::unique_ptr<probes::Probe>> probes_;
+  std::unique_ptr<ImpactGate> impact_gate_;  // used by scheduler_: declared before it
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<RunManager> run_manager_;  // full runs (run API)
+  std::unique_ptr<RunApi> run_api_;
+  std::unique_ptr<HttpServer> server_;
+
+  std::mutex reload_mu_;  // one reload at a time (SIGHUP and HTTP)
+  mutable std::mutex config_mu_;
+  std::shared_ptr<const config::Config> config_;
+  std::atomic<bool> shutting_down_{false};
+  std::optional<std::chrono::microseconds> watchdog_period_;
+  std::chrono::steady_clock::time_point last_watchdog_;
+};
+
+}  // namespace hostperf::exporter

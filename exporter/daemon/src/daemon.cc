@@ -1,0 +1,259 @@
+#include "hostperf/daemon/daemon.h"
+
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include <random>
+#include <system_error>
+
+#include "hostperf/daemon/collectors.h"
+#include "hostperf/daemon/landing_page.h"
+#include "hostperf/http/exposition.h"
+#include "hostperf/http/web_security.h"
+#include "hostperf/probes/build_info.h"
+
+namespace hostperf::exporter {
+namespace {
+
+class SystemdNotifier final : public ServiceNotifier {
+ public:
+  void Notify(std::string_view state) override {
+    const std::string text(state);
+    sd_notify(0, text.c_str());
+  }
+  std::optional<std::chrono::microseconds> WatchdogPeriod() override {
+    std::uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) return std::chrono::microseconds(usec);
+    return std::nullopt;
+  }
+};
+
+std::uint64_t MonotonicMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
+}
+
+HttpResponse MethodNotAllowed(const char* allow) {
+  auto response = HttpResponse::Text(405, std::string("method not allowed; use ") + allow);
+  response.headers.emplace_back("Allow", allow);
+  return response;
+}
+
+}  // namespace
+
+std::unique_ptr<ServiceNotifier> MakeSystemdNotifier() { return std::make_unique<SystemdNotifier>(); }
+
+Daemon::Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
+               std::unique_ptr<ServiceNotifier> notifier)
+    : options_(std::move(options)), notifier_(std::move(notifier)), config_(std::move(config)) {}
+
+Daemon::~Daemon() {
+  // The server calls into the scheduler and probes: stop it first. Then the
+  // run manager, which cancels an active full run and resumes the scheduler.
+  server_.reset();
+  run_manager_.reset();
+}
+
+Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, std::shared_ptr<const config::Config> config,
+                                               std::unique_ptr<ServiceNotifier> notifier) {
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(options), std::move(config), std::move(notifier)));
+  if (auto started = daemon->Start(); !started) return Result<std::unique_ptr<Daemon>>::Error(started.error());
+  return Result<std::unique_ptr<Daemon>>(std::move(daemon));
+}
+
+Result<std::optional<std::string>> Daemon::LoadApiToken(const config::Config& config) {
+  using R = Result<std::optional<std::string>>;
+  if (config.api.token_file.empty()) return R(std::nullopt);
+  auto token = ReadApiToken(config.api.token_file);
+  if (!token) return R::Error(token.error());
+  return R(std::optional<std::string>(std::move(token).value()));
+}
+
+Result<bool> Daemon::Start() {
+  auto token = LoadApiToken(*config_);
+  if (!token) return Result<bool>::Error(token.error());
+  state_directory_ = config::ResolveStateDirectory(*config_);
+  std::error_code ec;
+  std::filesystem::create_directories(state_directory_, ec);
+  if (ec) {
+    return Result<bool>::Error("cannot create state directory " + state_directory_.string() + ": " + ec.message());
+  }
+  spdlog::info("state directory {}", state_directory_.string());
+
+  registry_ = std::make_shared<prometheus::Registry>();
+  framework_metrics_ = std::make_unique<FrameworkMetrics>(*registry_);
+  prometheus::BuildGauge()
+      .Name("hostperf_build_info")
+      .Help("Build facts as labels; value is always 1. fingerprint keys the per-binary CPU baselines.")
+      .Register(*registry_)
+      .Add({{"version", build_info::kVersion},
+            {"revision", build_info::kRevision},
+            {"compiler", build_info::kCompiler},
+            {"compiler_version", build_info::kCompilerVersion},
+            {"build_flags", build_info::kBuildFlags},
+            {"fingerprint", build_info::kFingerprint}})
+      .Set(1);
+  reload_successful_ = &prometheus::BuildGauge()
+                            .Name("hostperf_config_last_reload_successful")
+                            .Help("1 if the last config load (start-up or reload) succeeded, else 0.")
+                            .Register(*registry_)
+                            .Add({});
+  reload_timestamp_ = &prometheus::BuildGauge()
+                           .Name("hostperf_config_last_reload_success_timestamp_seconds")
+                           .Help("Unix time of the last successful config load.")
+                           .Register(*registry_)
+                           .Add({});
+  reload_successful_->Set(1);
+  reload_timestamp_->Set(clock_.UnixSeconds());
+
+  probes::ProbeDeps deps;
+  deps.registry = registry_.get();
+  deps.roots = options_.roots;
+  deps.state_directory = state_directory_;
+  std::vector<probes::Probe*> scheduled;
+  for (const probes::ProbeModule* module : probes::AllProbes()) {
+    probes_.push_back(module->create(deps));
+    probes_.back()->StartServices(config_->Section(module->name));
+    scheduled.push_back(probes_.back().get());
+  }
+  ImpactGateOptions gate_options;
+  gate_options.proc_root = options_.roots.proc;
+  impact_gate_ = std::make_unique<ImpactGate>(clock_, std::move(gate_options), *registry_);
+  scheduler_ = std::make_unique<Scheduler>(std::move(scheduled), clock_, *framework_metrics_, std::random_device{}(),
+                                           impact_gate_.get());
+  scheduler_->ApplyConfig(config_);
+
+  RunManagerHooks hooks;
+  hooks.pause_scheduler = [this] { scheduler_->Pause(); };
+  hooks.resume_scheduler = [this] { scheduler_->Resume(); };
+  hooks.config = [this] {
+    std::lock_guard lock(config_mu_);
+    return config_;
+  };
+  RunManagerOptions run_options;
+  run_options.history_file = state_directory_ / "runs.json";
+  std::vector<probes::Probe*> full_run_probes;
+  for (const auto& probe : probes_) full_run_probes.push_back(probe.get());
+  run_manager_ =
+      std::make_unique<RunManager>(std::move(full_run_probes), clock_, std::move(hooks), std::move(run_options));
+  run_api_ = std::make_unique<RunApi>(*run_manager_);
+  run_api_->SetToken(std::move(token).value());
+  spdlog::info("run API {}", run_api_->enabled() ? "enabled" : "disabled (api.token_file is not set)");
+
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
+      registry_, std::make_shared<ProcessCollector>(options_.roots),
+      std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15)), run_manager_->Metrics()};
+  if (options_.web_security) collectables.push_back(options_.web_security);  // auth failures, web config reloads
+  std::map<std::string, HttpHandler> routes;
+  routes[options_.telemetry_path] = MetricsHandler(std::move(collectables));
+  routes["/"] = [this](const HttpRequest& request) { return HandleLanding(request); };
+  routes["/-/healthy"] = [](const HttpRequest&) { return HttpResponse::Text(200, "Healthy"); };
+  routes["/-/ready"] = [this](const HttpRequest&) {
+    return shutting_down_ ? HttpResponse::Text(503, "Shutting down") : HttpResponse::Text(200, "Ready");
+  };
+  routes["/-/reload"] = [this](const HttpRequest& request) { return HandleReload(request); };
+  const auto run_api = [this](const HttpRequest& request) { return run_api_->Handle(request); };
+  routes[std::string(kRunsPath)] = run_api;
+  routes[std::string(kRunsPath) + "/*"] = run_api;
+
+  HttpServerOptions http;
+  http.listen_address = options_.listen_address;
+  http.guard = options_.web_security;
+  auto server = HttpServer::Start(http, std::move(routes));
+  if (!server) return Result<bool>::Error(server.error());
+  server_ = std::move(server).value();
+  std::string ports;
+  for (int port : server_->Ports()) ports += (ports.empty() ? "" : ",") + std::to_string(port);
+  spdlog::info("listening on {} (port {}), metrics at {}", options_.listen_address, ports, options_.telemetry_path);
+  return true;
+}
+
+int Daemon::Run() {
+  watchdog_period_ = notifier_->WatchdogPeriod();
+  // Ping at a third of the period so that one late wake-up is not fatal.
+  const std::chrono::nanoseconds heartbeat_period =
+      watchdog_period_ ? std::min<std::chrono::nanoseconds>(*watchdog_period_ / 3, std::chrono::seconds(1))
+                       : std::chrono::seconds(1);
+  notifier_->Notify("READY=1\nSTATUS=serving");
+  spdlog::info("hostperf_exporter {} ready", build_info::kVersion);
+  const bool clean = scheduler_->Run([this] { Heartbeat(); }, heartbeat_period);
+  notifier_->Notify("STOPPING=1");
+  spdlog::info("shutting down");
+  return clean ? 0 : 3;
+}
+
+void Daemon::Heartbeat() {
+  if (!watchdog_period_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_watchdog_ < *watchdog_period_ / 3) return;
+  last_watchdog_ = now;
+  notifier_->Notify("WATCHDOG=1");
+}
+
+void Daemon::Shutdown() {
+  shutting_down_ = true;
+  scheduler_->RequestStop();
+}
+
+Result<bool> Daemon::Reload() {
+  std::lock_guard reload_lock(reload_mu_);
+  notifier_->Notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(MonotonicMicros()));
+  auto loaded = options_.config_file ? probes::LoadConfigFile(*options_.config_file)
+                                     : Result<config::Config>(probes::DefaultConfig());
+  if (!loaded) {
+    reload_successful_->Set(0);
+    spdlog::error("config reload failed, keeping the running config: {}", loaded.error());
+    notifier_->Notify("READY=1\nSTATUS=serving (last reload failed)");
+    return Result<bool>::Error(loaded.error());
+  }
+  auto next = std::make_shared<const config::Config>(std::move(loaded).value());
+  // The token file is part of the config: unreadable keeps the old config and token.
+  auto token = LoadApiToken(*next);
+  if (!token) {
+    reload_successful_->Set(0);
+    spdlog::error("config reload failed, keeping the running config and API token: {}", token.error());
+    notifier_->Notify("READY=1\nSTATUS=serving (last reload failed)");
+    return Result<bool>::Error(token.error());
+  }
+  if (config::ResolveStateDirectory(*next) != state_directory_) {
+    spdlog::warn("state_directory changed; the new one takes effect at the next restart");
+  }
+  {
+    std::lock_guard lock(config_mu_);
+    config_ = next;
+  }
+  scheduler_->ApplyConfig(next);
+  // e.g. the responder's ports or secret
+  for (const auto& probe : probes_) probe->StartServices(next->Section(probe->Name()));
+  run_api_->SetToken(std::move(token).value());
+  reload_successful_->Set(1);
+  reload_timestamp_->Set(clock_.UnixSeconds());
+  spdlog::info("config reloaded from {}", next->source);
+  notifier_->Notify("READY=1\nSTATUS=serving");
+  return true;
+}
+
+HttpResponse Daemon::HandleLanding(const HttpRequest& request) const {
+  if (request.method != "GET" && request.method != "HEAD") return MethodNotAllowed("GET, HEAD");
+  std::string source;
+  {
+    std::lock_guard lock(config_mu_);
+    source = config_->source;
+  }
+  HttpResponse response;
+  response.content_type = "text/html; charset=utf-8";
+  response.body = RenderLandingPage(scheduler_->Snapshot(), options_.telemetry_path, source, clock_.UnixSeconds(),
+                                    run_manager_->Recent(5));
+  return response;
+}
+
+HttpResponse Daemon::HandleReload(const HttpRequest& request) {
+  if (request.method != "POST" && request.method != "PUT") return MethodNotAllowed("POST");
+  const auto reloaded = Reload();
+  if (!reloaded) return HttpResponse::Text(500, "failed to reload config: " + reloaded.error());
+  return HttpResponse::Text(200, "config reloaded");
+}
+
+}  // namespace hostperf::exporter

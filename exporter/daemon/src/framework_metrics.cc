@@ -1,0 +1,76 @@
+#include "hostperf/daemon/framework_metrics.h"
+
+#include <string>
+
+namespace hostperf::exporter {
+namespace {
+
+prometheus::Labels ProbeLabel(std::string_view probe) { return {{"probe", std::string(probe)}}; }
+
+}  // namespace
+
+FrameworkMetrics::FrameworkMetrics(prometheus::Registry& registry)
+    : success_(prometheus::BuildGauge()
+                   .Name("hostperf_probe_success")
+                   .Help("1 if the probe's last run succeeded, else 0.")
+                   .Register(registry)),
+      duration_(prometheus::BuildGauge()
+                    .Name("hostperf_probe_duration_seconds")
+                    .Help("Wall-clock duration of the probe's last run.")
+                    .Register(registry)),
+      last_run_(prometheus::BuildGauge()
+                    .Name("hostperf_probe_last_run_timestamp_seconds")
+                    .Help("Unix time at which the probe's last run finished.")
+                    .Register(registry)),
+      last_success_(prometheus::BuildGauge()
+                        .Name("hostperf_probe_last_success_timestamp_seconds")
+                        .Help("Unix time at which the probe last finished successfully (0: never).")
+                        .Register(registry)),
+      interval_(prometheus::BuildGauge()
+                    .Name("hostperf_probe_interval_seconds")
+                    .Help("Configured interval between the probe's scheduled runs.")
+                    .Register(registry)),
+      runs_(prometheus::BuildCounter()
+                .Name("hostperf_probe_runs_total")
+                .Help("Runs of the probe, scheduled and full, whatever their outcome.")
+                .Register(registry)),
+      failures_(prometheus::BuildCounter()
+                    .Name("hostperf_probe_failures_total")
+                    .Help("Failed runs of the probe by reason.")
+                    .Register(registry)),
+      skipped_(prometheus::BuildCounter()
+                   .Name("hostperf_probe_skipped_total")
+                   .Help("Scheduled runs that did not happen, by reason.")
+                   .Register(registry)) {}
+
+void FrameworkMetrics::Declare(std::string_view probe, std::chrono::nanoseconds interval) {
+  const auto labels = ProbeLabel(probe);
+  success_.Add(labels);
+  duration_.Add(labels);
+  last_run_.Add(labels);
+  last_success_.Add(labels);
+  runs_.Add(labels);
+  interval_.Add(labels).Set(std::chrono::duration<double>(interval).count());
+}
+
+void FrameworkMetrics::RecordRun(std::string_view probe, const probes::ProbeOutcome& outcome,
+                                 std::chrono::nanoseconds duration, double finished_unix_seconds) {
+  const auto labels = ProbeLabel(probe);
+  const bool ok = outcome.status == probes::ProbeOutcome::Status::kSuccess;
+  runs_.Add(labels).Increment();
+  success_.Add(labels).Set(ok ? 1 : 0);
+  duration_.Add(labels).Set(std::chrono::duration<double>(duration).count());
+  last_run_.Add(labels).Set(finished_unix_seconds);
+  if (ok) {
+    last_success_.Add(labels).Set(finished_unix_seconds);
+  } else {
+    failures_.Add({{"probe", std::string(probe)}, {"reason", outcome.reason.empty() ? "unknown" : outcome.reason}})
+        .Increment();
+  }
+}
+
+void FrameworkMetrics::RecordSkip(std::string_view probe, std::string_view reason) {
+  skipped_.Add({{"probe", std::string(probe)}, {"reason", std::string(reason)}}).Increment();
+}
+
+}  // namespace hostperf::exporter

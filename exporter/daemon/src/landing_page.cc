@@ -1,0 +1,143 @@
+#include "hostperf/daemon/landing_page.h"
+
+#include <cmath>
+#include <string>
+
+#include "hostperf/base/clock.h"
+#include "hostperf/config/units.h"
+#include "hostperf/probes/build_info.h"
+#include "hostperf/probes/probe.h"
+
+namespace hostperf::exporter {
+namespace {
+
+std::string Seconds(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3fs", value);
+  return buf;
+}
+
+std::string OutcomeCell(const ProbeStatus& probe) {
+  if (!probe.last_outcome) return "<td>–</td>";
+  using Status = probes::ProbeOutcome::Status;
+  const auto& outcome = *probe.last_outcome;
+  switch (outcome.status) {
+    case Status::kSuccess:
+      return "<td class=ok>ok</td>";
+    case Status::kSkipped:
+      return "<td class=warn>skipped: " + HtmlEscape(outcome.reason) + "</td>";
+    case Status::kFailure:
+      break;
+  }
+  return "<td class=fail title=\"" + HtmlEscape(outcome.message) + "\">failed: " + HtmlEscape(outcome.reason) + "</td>";
+}
+
+std::string UtcTime(double unix_seconds) { return FormatUtc(unix_seconds, "%Y-%m-%d %H:%M:%S UTC"); }
+
+std::string ChecksCell(const ProbeStatus& probe) {
+  if (!probe.last_outcome) return "<td>–</td>";
+  return "<td>" + RenderFigures(probe.name, probe.last_outcome->result) + "</td>";
+}
+
+std::string StringField(const nlohmann::json& run, const char* key) {
+  const auto it = run.find(key);
+  return it != run.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// One full run (a RunManager record): link, state, probes, creation time and
+// each probe's figures against the thresholds.
+std::string FullRunRow(const nlohmann::json& run) {
+  const std::string id = StringField(run, "id");
+  const std::string state = StringField(run, "state");
+  const std::string reason = StringField(run, "reason");
+  const char* css = state == "succeeded" ? "ok" : state == "failed" ? "fail" : "warn";
+  const auto results = run.find("results");
+  std::string probes;
+  std::string checks;
+  for (const auto& name : run.value("probes", nlohmann::json::array())) {
+    if (!name.is_string()) continue;
+    const std::string probe = name.get<std::string>();
+    probes += (probes.empty() ? "" : ", ") + HtmlEscape(probe);
+    if (results == run.end() || !results->is_object() || !results->contains(probe)) continue;
+    const std::string figures = RenderFigures(probe, (*results)[probe]);
+    if (!figures.empty()) checks += "<b>" + HtmlEscape(probe) + "</b><br>" + figures;
+  }
+  const auto created = run.find("created_unix_seconds");
+  const std::string when = created != run.end() && created->is_number() ? UtcTime(created->get<double>()) : "–";
+  return "<tr><td><a href=\"/api/v1/runs/" + HtmlEscape(id) + "\">" + HtmlEscape(id) + "</a></td><td class=" + css +
+         ">" + HtmlEscape(state) + (reason.empty() ? "" : ": " + HtmlEscape(reason)) + "</td><td>" + probes +
+         "</td><td>" + when + "</td><td>" + (checks.empty() ? "–" : checks) + "</td></tr>\n";
+}
+
+}  // namespace
+
+std::string RenderFigures(std::string_view probe, const nlohmann::json& result) {
+  std::string html;
+  using probes::Verdict;
+  for (const probes::Figure& figure : probes::HeadlineFigures(probe, result)) {
+    const std::string verdict(probes::ToString(figure.verdict));
+    const char* css = figure.verdict == Verdict::kPass   ? "ok"
+                      : figure.verdict == Verdict::kWarn ? "warn"
+                      : figure.verdict == Verdict::kFail ? "fail"
+                                                         : "info";
+    html += "<span class=" + std::string(css) + ">" + HtmlEscape(figure.title) +
+            (figure.subject.empty() ? "" : " (" + HtmlEscape(figure.subject) + ")") + ": " + HtmlEscape(figure.shown) +
+            " — " + verdict + " (" + HtmlEscape(figure.threshold) + ")</span><br>";
+  }
+  return html;
+}
+
+std::string RenderLandingPage(const std::vector<ProbeStatus>& probes, std::string_view telemetry_path,
+                              std::string_view config_source, double now_unix_seconds,
+                              const std::vector<nlohmann::json>& full_runs) {
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta charset=utf-8><title>hostperf exporter</title>\n"
+      "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
+      ".ok{background:#dfd}.warn{background:#ffd}.fail{background:#fdd}.info{background:#eef}</style></head><body>\n"
+      "<h1>hostperf exporter</h1>\n<p>Version " +
+      HtmlEscape(build_info::kVersion) + " (" + HtmlEscape(build_info::kRevision) + "), built with " +
+      HtmlEscape(build_info::kCompiler) + " " + HtmlEscape(build_info::kCompilerVersion) + ", fingerprint <code>" +
+      HtmlEscape(build_info::kFingerprint) + "</code>. Config: <code>" + HtmlEscape(config_source) +
+      "</code>.</p>\n<ul><li><a href=\"" + HtmlEscape(telemetry_path) +
+      "\">Metrics</a></li><li><a href=\"/-/healthy\">Health</a></li><li><a href=\"/-/ready\">Readiness</a></li>"
+      "<li><a href=\"/api/v1/runs\">Full runs (run API)</a></li></ul>\n"
+      "<h2>Probes</h2>\n<table><tr><th>probe</th><th>schedule</th><th>timeout</th><th>last run</th>"
+      "<th>took</th><th>last result</th><th>against thresholds</th><th>next run</th></tr>\n";
+  for (const ProbeStatus& probe : probes) {
+    html += "<tr><td>" + HtmlEscape(probe.name) + "</td>";
+    if (!probe.enabled) {
+      html += "<td colspan=7>disabled</td></tr>\n";
+      continue;
+    }
+    html += "<td>every " + config::FormatDuration(probe.interval) + "</td><td>" +
+            config::FormatDuration(probe.timeout) + "</td>";
+    if (probe.last_run_unix_seconds) {
+      const double ago = std::max(0.0, now_unix_seconds - *probe.last_run_unix_seconds);
+      html += "<td>" + Seconds(std::round(ago)) + " ago</td><td>" +
+              Seconds(std::chrono::duration<double>(probe.last_duration).count()) + "</td>";
+    } else {
+      html += "<td>not yet</td><td>–</td>";
+    }
+    html += OutcomeCell(probe);
+    html += ChecksCell(probe);
+    html += probe.running ? std::string("<td>running</td>")
+                          : "<td>in " + Seconds(std::chrono::duration<double>(probe.due_in).count()) + "</td>";
+    html += "</tr>\n";
+  }
+  html += "</table>\n<h2>Full runs</h2>\n";
+  if (full_runs.empty()) {
+    html +=
+        "<p>No full runs yet. Start one with <code>POST /api/v1/runs</code> (needs <code>api.token_file</code>).</p>\n";
+  } else {
+    html += "<table><tr><th>run</th><th>state</th><th>probes</th><th>created</th><th>against thresholds</th></tr>\n";
+    for (const nlohmann::json& run : full_runs) {
+      if (run.is_object()) html += FullRunRow(run);
+    }
+    html += "</table>\n";
+  }
+  html += "</body></html>\n";
+  return html;
+}
+
+}  // namespace hostperf::exporter

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <prometheus/collectable.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hostperf/base/result.h"
+#include "hostperf/http/http_server.h"
+
+namespace hostperf::exporter {
+
+inline constexpr std::string_view kTextFormatContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// Serializes every collectable in the text format 0.0.4.
+std::string SerializeMetrics(const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables);
+
+// gzip (RFC 1952) of `data`.
+Result<std::string> Gzip(std::string_view data);
+
+// True if an Accept-Encoding header value admits gzip (q > 0).
+bool AcceptsGzip(std::string_view accept_encoding);
+
+// The /metrics handler: GET and HEAD, gzip when the client asks.
+HttpHandler MetricsHandler(std::vector<std::shared_ptr<prometheus::Collectable>> collectables);
+
+}  // namespace hostperf::exporter

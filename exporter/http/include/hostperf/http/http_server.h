@@ -1,0 +1,117 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hostperf/base/result.h"
+
+struct mg_context;
+struct mg_connection;
+
+namespace hostperf::exporter {
+
+struct HttpRequest {
+  std::string method;
+  std::string path;
+  std::string query;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string remote_address;
+
+  std::string Header(const std::string& lower_name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+
+  static HttpResponse Text(int status, std::string body);
+};
+
+// What the server asks of whatever guards it (--web.config.file's
+// WebSecurity): the server itself knows no auth scheme and no TLS config.
+// Implementations are used from every worker thread at once.
+class RequestGuard {
+ public:
+  virtual ~RequestGuard() = default;
+
+  // Called for every request before its body is read. nullopt: the request
+  // goes on to its route; else the response to send instead (a 401 with its
+  // challenge).
+  virtual std::optional<HttpResponse> Authorize(const HttpRequest& request) = 0;
+  // Added to every response that a route (or the 404/500 fallback) produced.
+  virtual std::vector<std::pair<std::string, std::string>> ResponseHeaders() const = 0;
+
+  // Whether the listening port speaks TLS; fixed for the server's life.
+  virtual bool tls_enabled() const = 0;
+  // TLS only: readies CivetWeb for TLS, once per process, before the server
+  // listens. An error stops HttpServer::Start.
+  virtual Result<bool> PrepareTls() = 0;
+  // TLS only: the SSL_CTX (as void*) that CivetWeb accepts with. Owned by
+  // the guard, which outlives the server; CivetWeb neither builds nor frees it.
+  virtual void* AcceptContext() const = 0;
+};
+
+// Routes are matched on exact path; a key ending in "/*" ("/api/v1/runs/*")
+// also matches every longer path under that prefix (the longest such key
+// wins). The handler sees every method and answers 405 itself where needed.
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  // Prometheus style: ":9580" (all addresses), "127.0.0.1:9580",
+  // "[::1]:9580". Port 0 picks a free port (see Ports()).
+  std::string listen_address = ":9580";
+  // CivetWeb serves one connection per worker thread, and an idle or
+  // slow-drip connection holds its worker until request_timeout. Enough
+  // workers that a few hundred such connections leave some for scrapes
+  // (docs/reliability.md, HTTP). Cost: CivetWeb hands connections to its
+  // workers in turn, and each keeps ~40 KiB resident (stack, buffers) once it
+  // has served one, so RSS steps up by ~10 MiB over the first 256 requests
+  // and stays there (the soak measures it).
+  int worker_threads = 256;
+  // A request must arrive in full within this time: slow or idle clients
+  // give their worker back instead of holding it. Beyond worker_threads such
+  // clients, scrapes wait for these timeouts to free workers.
+  std::chrono::milliseconds request_timeout{5000};
+  std::size_t max_body_bytes = 64 * 1024;
+  // --web.config.file: TLS on the listening port and basic auth in front of
+  // every route. Null: plain HTTP, no auth.
+  std::shared_ptr<RequestGuard> guard;
+};
+
+// Our own CivetWeb server: prometheus-cpp's Exposer cannot host more than
+// metrics endpoints.
+class HttpServer {
+ public:
+  static Result<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                   std::map<std::string, HttpHandler> routes);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Ports actually bound (resolves port 0).
+  std::vector<int> Ports() const;
+
+ private:
+  HttpServer(HttpServerOptions options, std::map<std::string, HttpHandler> routes);
+  static int HandleRequest(mg_connection* connection, void* self);
+  int Dispatch(mg_connection* connection);
+  std::map<std::string, HttpHandler>::const_iterator FindRoute(const std::string& path) const;
+
+  HttpServerOptions options_;
+  std::map<std::string, HttpHandler> routes_;
+  mg_context* context_ = nullptr;
+};
+
+// Translates Prometheus' listen-address syntax to CivetWeb's listening_ports.
+Result<std::string> ToCivetwebPorts(const std::string& listen_address);
+
+}  // namespace hostperf::exporter

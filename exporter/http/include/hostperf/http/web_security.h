@@ -1,0 +1,118 @@
+#pragma once
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "hostperf/base/result.h"
+#include "hostperf/http/http_server.h"
+#include "hostperf/http/web_config.h"
+
+struct ssl_st;
+
+namespace hostperf::exporter {
+
+// Makes Debian's CivetWeb able to start TLS (see tls_shim/openssl_shim.cc):
+// loads the shims from <executable dir>/HOSTPERF_TLS_SHIM_RELDIR once. Call
+// before starting a TLS listener.
+Result<bool> LoadCivetwebTlsShims();
+
+// Remembers (user, password, hash) triples that passed bcrypt, as SHA-256
+// digests, so that a scrape every few seconds does not pay bcrypt's
+// deliberate slowness each time. Bounded: emptied when full.
+class CredentialCache {
+ public:
+  explicit CredentialCache(std::size_t capacity = 256) : capacity_(capacity) {}
+  bool Contains(const std::string& user, const std::string& password, const std::string& hash) const;
+  void Insert(const std::string& user, const std::string& password, const std::string& hash);
+  std::size_t size() const;
+
+ private:
+  static std::string Key(const std::string& user, const std::string& password, const std::string& hash);
+  std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::unordered_set<std::string> verified_;
+};
+
+// The live --web.config.file: TLS contexts for CivetWeb, the basic-auth gate
+// in front of every endpoint, the extra response headers, and hot reload
+// (polled, or on SIGHUP). A reload that fails keeps the running config.
+// Exports hostperf_http_auth_failures_total and
+// hostperf_web_config_last_reload_successful. The HttpServer sees it as its
+// RequestGuard.
+class WebSecurity final : public prometheus::Collectable, public RequestGuard {
+ public:
+  // Reads and checks the file, TLS files included.
+  static Result<std::unique_ptr<WebSecurity>> Load(const std::filesystem::path& file);
+  ~WebSecurity() override;
+  WebSecurity(const WebSecurity&) = delete;
+  WebSecurity& operator=(const WebSecurity&) = delete;
+
+  // Fixed at start: switching TLS on or off needs a restart (the listening
+  // socket changes), so a reload that would do so is refused.
+  bool tls_enabled() const override { return tls_enabled_; }
+  // LoadCivetwebTlsShims().
+  Result<bool> PrepareTls() override;
+
+  // nullopt: the request may go on; else the 401 to send.
+  std::optional<HttpResponse> Authorize(const HttpRequest& request) override;
+  std::vector<std::pair<std::string, std::string>> ResponseHeaders() const override;
+
+  // Re-reads the file (and the TLS files it names) and swaps the config.
+  Result<bool> Reload();
+  // Reload() when the file or a TLS file it names changes (inode, size,
+  // modification time), checked every `period` on a thread of its own.
+  void StartWatching(std::chrono::milliseconds period);
+
+  // The SSL_CTX that CivetWeb accepts with. Each handshake switches to the
+  // context of the current config, so certificate rotation and client-auth
+  // changes apply to new connections without a restart.
+  void* AcceptContext() const override { return accept_context_.get(); }
+
+  std::uint64_t auth_failures() const { return auth_failures_.load(); }
+  std::vector<prometheus::MetricFamily> Collect() const override;
+  const CredentialCache& cache() const { return cache_; }
+
+ private:
+  struct State {
+    WebConfig config;
+    TlsContextPtr tls;
+    std::string fingerprint;  // stat() of the file and its TLS files
+  };
+  explicit WebSecurity(std::filesystem::path file);
+  static Result<std::shared_ptr<const State>> LoadState(const std::filesystem::path& file);
+  static std::string Fingerprint(const std::filesystem::path& file, const WebConfig* config);
+  static int OnClientHello(ssl_st* ssl, int* alert, void* self);
+  std::shared_ptr<const State> Current() const;
+  void Watch(std::chrono::milliseconds period);
+
+  std::filesystem::path file_;
+  bool tls_enabled_ = false;
+  TlsContextPtr accept_context_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const State> state_;
+  CredentialCache cache_;
+  std::atomic<std::uint64_t> auth_failures_{0};
+  std::atomic<bool> last_reload_ok_{true};
+  std::mutex reload_mu_;
+
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool stop_ = false;
+  std::thread watcher_;
+};
+
+}  // namespace hostperf::exporter

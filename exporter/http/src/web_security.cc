@@ -1,0 +1,284 @@
+#include "hostperf/http/web_security.h"
+
+#include <dlfcn.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+namespace hostperf::exporter {
+namespace {
+
+// Verified against for unknown users so that a wrong user name costs the same
+// bcrypt work as a wrong password (no user enumeration by timing). The hash
+// of a random, discarded password, at the usual cost 10.
+constexpr const char* kDummyHash = "$2b$10$OCPrhvwXxnTrND2aqktiyenkGyATIAAH.e/jzPKfBWiKiOoITGdhu";
+
+struct Credentials {
+  std::string user;
+  std::string password;
+};
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// "Basic base64(user:password)" (RFC 7617).
+std::optional<Credentials> ParseBasic(const std::string& header) {
+  constexpr std::string_view kScheme = "basic ";
+  if (header.size() <= kScheme.size() || !EqualsIgnoreCase(std::string_view(header).substr(0, 6), kScheme)) {
+    return std::nullopt;
+  }
+  std::string encoded = header.substr(kScheme.size());
+  while (!encoded.empty() && (encoded.back() == ' ' || encoded.back() == '\t')) encoded.pop_back();
+  if (encoded.empty() || encoded.size() % 4 != 0 || encoded.size() > 4096) return std::nullopt;
+  std::string decoded(encoded.size() / 4 * 3, '\0');
+  const int n =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                      reinterpret_cast<const unsigned char*>(encoded.data()), static_cast<int>(encoded.size()));
+  if (n < 0) return std::nullopt;
+  std::size_t length = static_cast<std::size_t>(n);
+  // EVP_DecodeBlock counts the bytes that padding stands for.
+  for (auto it = encoded.rbegin(); it != encoded.rend() && *it == '=' && length > 0; ++it) --length;
+  decoded.resize(length);
+  const auto colon = decoded.find(':');
+  // A NUL would end the password early for crypt(): refuse it.
+  if (colon == std::string::npos || decoded.find('\0') != std::string::npos) return std::nullopt;
+  return Credentials{decoded.substr(0, colon), decoded.substr(colon + 1)};
+}
+
+std::string StatText(const std::filesystem::path& path) {
+  struct stat st {};
+  if (path.empty()) return "-";
+  if (::stat(path.c_str(), &st) != 0) return path.string() + ":missing";
+  return path.string() + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+         std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + ":" + std::to_string(st.st_ctim.tv_sec) + "." +
+         std::to_string(st.st_ctim.tv_nsec);
+}
+
+}  // namespace
+
+Result<bool> LoadCivetwebTlsShims() {
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [] {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+      error = "cannot locate the executable: " + ec.message();
+      return;
+    }
+    const auto dir = exe.parent_path() / HOSTPERF_TLS_SHIM_RELDIR;
+    // libcrypto first: the ssl shim depends on it.
+    for (const char* name : {"libhostperf-civetweb-crypto.so", "libhostperf-civetweb-ssl.so"}) {
+      const auto path = (dir / name).lexically_normal();
+      if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {  // kept loaded for good
+        const char* why = dlerror();
+        error = "TLS needs " + path.string() + " (installed with hostperf_exporter): " + (why ? why : "not loadable");
+        return;
+      }
+    }
+  });
+  if (!error.empty()) return Result<bool>::Error(error);
+  return true;
+}
+
+std::string CredentialCache::Key(const std::string& user, const std::string& password, const std::string& hash) {
+  std::string input = user;
+  input.push_back('\0');
+  input += password;
+  input.push_back('\0');
+  input += hash;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(input.data(), input.size(), digest, &length, EVP_sha256(), nullptr);
+  OPENSSL_cleanse(input.data(), input.size());
+  return std::string(reinterpret_cast<const char*>(digest), length);
+}
+
+bool CredentialCache::Contains(const std::string& user, const std::string& password, const std::string& hash) const {
+  const std::string key = Key(user, password, hash);
+  std::lock_guard lock(mu_);
+  return verified_.count(key) > 0;
+}
+
+void CredentialCache::Insert(const std::string& user, const std::string& password, const std::string& hash) {
+  std::string key = Key(user, password, hash);
+  std::lock_guard lock(mu_);
+  if (verified_.size() >= capacity_) verified_.clear();
+  verified_.insert(std::move(key));
+}
+
+std::size_t CredentialCache::size() const {
+  std::lock_guard lock(mu_);
+  return verified_.size();
+}
+
+WebSecurity::WebSecurity(std::filesystem::path file) : file_(std::move(file)) {}
+
+WebSecurity::~WebSecurity() {
+  {
+    std::lock_guard lock(watch_mu_);
+    stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+std::string WebSecurity::Fingerprint(const std::filesystem::path& file, const WebConfig* config) {
+  std::string text = StatText(file);
+  if (config != nullptr && config->tls) {
+    for (const auto* path : {&config->tls->cert_file, &config->tls->key_file, &config->tls->client_ca_file}) {
+      text += "|" + StatText(*path);
+    }
+  }
+  return text;
+}
+
+Result<std::shared_ptr<const WebSecurity::State>> WebSecurity::LoadState(const std::filesystem::path& file) {
+  using R = Result<std::shared_ptr<const State>>;
+  // Stat first: a change while reading is seen by the next poll.
+  const std::string file_stat = StatText(file);
+  auto config = ReadWebConfig(file);
+  if (!config) return R::Error(config.error());
+  auto state = std::make_shared<State>();
+  state->config = std::move(config).value();
+  state->fingerprint = Fingerprint(file, &state->config);
+  if (state->config.tls) {
+    auto context = BuildTlsContext(*state->config.tls, state->config.source);
+    if (!context) return R::Error(context.error());
+    state->tls = std::move(context).value();
+  }
+  if (file_stat != StatText(file)) return R::Error(file.string() + ": changed while being read; try again");
+  return std::shared_ptr<const State>(std::move(state));
+}
+
+Result<std::unique_ptr<WebSecurity>> WebSecurity::Load(const std::filesystem::path& file) {
+  using R = Result<std::unique_ptr<WebSecurity>>;
+  auto state = LoadState(file);
+  if (!state) return R::Error(state.error());
+  std::unique_ptr<WebSecurity> security(new WebSecurity(file));
+  security->state_ = std::move(state).value();
+  security->tls_enabled_ = security->state_->tls != nullptr;
+  if (security->tls_enabled_) {
+    security->accept_context_ = security->state_->tls;
+    SSL_CTX_set_client_hello_cb(static_cast<SSL_CTX*>(security->accept_context_.get()), &WebSecurity::OnClientHello,
+                                security.get());
+  }
+  spdlog::info("web config {}: TLS {}, basic auth {}", file.string(), security->tls_enabled_ ? "on" : "off",
+               security->state_->config.basic_auth_users.empty() ? "off" : "on");
+  return R(std::move(security));
+}
+
+std::shared_ptr<const WebSecurity::State> WebSecurity::Current() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+int WebSecurity::OnClientHello(ssl_st* ssl, int* /*alert*/, void* self) {
+  const auto state = static_cast<WebSecurity*>(self)->Current();
+  SSL_CTX* current = state->tls.get();
+  if (current == nullptr || current == SSL_get_SSL_CTX(ssl)) return SSL_CLIENT_HELLO_SUCCESS;
+  // A reloaded config: certificate, key and verify store follow the context;
+  // the settings SSL_new() copied are set again.
+  if (SSL_set_SSL_CTX(ssl, current) == nullptr) return SSL_CLIENT_HELLO_ERROR;
+  SSL_set_verify(ssl, SSL_CTX_get_verify_mode(current), SSL_CTX_get_verify_callback(current));
+  if (SSL_set_min_proto_version(ssl, SSL_CTX_get_min_proto_version(current)) != 1 ||
+      SSL_set_max_proto_version(ssl, SSL_CTX_get_max_proto_version(current)) != 1) {
+    return SSL_CLIENT_HELLO_ERROR;
+  }
+  return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
+  const auto state = Current();
+  const auto& users = state->config.basic_auth_users;
+  if (users.empty()) return std::nullopt;
+  if (const auto credentials = ParseBasic(request.Header("authorization"))) {
+    const auto user = users.find(credentials->user);
+    if (user != users.end()) {
+      if (cache_.Contains(credentials->user, credentials->password, user->second)) return std::nullopt;
+      if (VerifyBcrypt(credentials->password, user->second)) {
+        cache_.Insert(credentials->user, credentials->password, user->second);
+        return std::nullopt;
+      }
+    } else {
+      (void)VerifyBcrypt(credentials->password, kDummyHash);
+    }
+  }
+  ++auth_failures_;
+  auto response = HttpResponse::Text(401, "Unauthorized");
+  response.headers.emplace_back("WWW-Authenticate", "Basic realm=\"hostperf\", charset=\"UTF-8\"");
+  return response;
+}
+
+std::vector<std::pair<std::string, std::string>> WebSecurity::ResponseHeaders() const {
+  return Current()->config.headers;
+}
+
+Result<bool> WebSecurity::PrepareTls() { return LoadCivetwebTlsShims(); }
+
+Result<bool> WebSecurity::Reload() {
+  std::lock_guard reload_lock(reload_mu_);
+  auto next = LoadState(file_);
+  if (next && (*next)->config.tls.has_value() != tls_enabled_) {
+    next = Result<std::shared_ptr<const State>>::Error(
+        file_.string() + ": tls_server_config was " + (tls_enabled_ ? "removed" : "added") +
+        "; switching TLS on or off needs a restart of hostperf_exporter");
+  }
+  last_reload_ok_ = next.ok();
+  if (!next) {
+    spdlog::error("web config reload failed, keeping the running one: {}", next.error());
+    return Result<bool>::Error(next.error());
+  }
+  {
+    std::lock_guard lock(mu_);
+    state_ = std::move(next).value();
+  }
+  spdlog::info("web config reloaded from {}", file_.string());
+  return true;
+}
+
+std::vector<prometheus::MetricFamily> WebSecurity::Collect() const {
+  prometheus::MetricFamily failures{"hostperf_http_auth_failures_total",
+                                    "HTTP requests refused for missing or wrong basic auth credentials.",
+                                    prometheus::MetricType::Counter,
+                                    {}};
+  failures.metric.emplace_back().counter.value = static_cast<double>(auth_failures_.load());
+  prometheus::MetricFamily reload{"hostperf_web_config_last_reload_successful",
+                                  "1 if the last load of --web.config.file succeeded, else 0 (the previous one stays).",
+                                  prometheus::MetricType::Gauge,
+                                  {}};
+  reload.metric.emplace_back().gauge.value = last_reload_ok_ ? 1 : 0;
+  return {std::move(failures), std::move(reload)};
+}
+
+void WebSecurity::StartWatching(std::chrono::milliseconds period) {
+  if (watcher_.joinable()) return;
+  watcher_ = std::thread([this, period] { Watch(period); });
+}
+
+void WebSecurity::Watch(std::chrono::milliseconds period) {
+  std::string last_seen = Current()->fingerprint;
+  std::unique_lock lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, period, [this] { return stop_; })) {
+    const auto state = Current();
+    const std::string now = Fingerprint(file_, &state->config);
+    // A failed reload is retried only after the next change: one error per edit.
+    if (now == last_seen) continue;
+    last_seen = now;
+    if (now == state->fingerprint) continue;  // e.g. reloaded by SIGHUP meanwhile
+    lock.unlock();
+    (void)Reload();
+    lock.lock();
+  }
+}
+
+}  // namespace hostperf::exporter

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "hostperf/base/result.h"
+
+namespace hostperf::exporter {
+
+// Reads api.token_file: the bearer token is the file's content without
+// surrounding whitespace. Unreadable, empty or containing whitespace or
+// control characters inside: an error naming the file.
+Result<std::string> ReadApiToken(const std::filesystem::path& path);
+
+// True if `given` equals `expected`, in time independent of where they
+// differ (both are hashed, then compared with CRYPTO_memcmp).
+bool TokensEqual(std::string_view given, std::string_view expected);
+
+}  // namespace hostperf::exporter

@@ -1,0 +1,52 @@
+#include "hostperf/runs/api_token.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+#include "hostperf/probes/state_file.h"
+
+namespace hostperf::exporter {
+namespace {
+
+std::array<unsigned char, EVP_MAX_MD_SIZE> Sha256(std::string_view text, unsigned* size) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  if (EVP_Digest(text.data(), text.size(), digest.data(), size, EVP_sha256(), nullptr) != 1) *size = 0;
+  return digest;
+}
+
+std::string_view Trim(std::string_view text) {
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> ReadApiToken(const std::filesystem::path& path) {
+  using R = Result<std::string>;
+  const auto text = probes::ReadWholeFile(path);
+  if (!text) return R::Error("api.token_file: cannot read \"" + path.string() + "\"");
+  const std::string_view token = Trim(*text);
+  if (token.empty()) return R::Error("api.token_file: \"" + path.string() + "\" is empty");
+  if (std::any_of(token.begin(), token.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
+    return R::Error("api.token_file: \"" + path.string() +
+                    "\" must hold one token without spaces or control characters");
+  }
+  return R(std::string(token));
+}
+
+bool TokensEqual(std::string_view given, std::string_view expected) {
+  unsigned given_size = 0;
+  unsigned expected_size = 0;
+  const auto a = Sha256(given, &given_size);
+  const auto b = Sha256(expected, &expected_size);
+  if (given_size == 0 || given_size != expected_size) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), given_size) == 0;
+}
+
+}  // namespace hostperf::exporter

@@ -1,0 +1,518 @@
+#include "hostperf/runs/run_manager.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+#include "hostperf/probes/probe.h"
+#include "hostperf/probes/state_file.h"
+#include "hostperf/runs/full_run.h"
+
+namespace hostperf::exporter {
+namespace {
+
+using nlohmann::json;
+using Status = probes::ProbeOutcome::Status;
+
+constexpr int kHistoryVersion = 1;
+constexpr const char* kFinalStates[] = {"succeeded", "failed", "cancelled"};
+
+bool IsFinal(std::string_view state) {
+  return std::find(std::begin(kFinalStates), std::end(kFinalStates), state) != std::end(kFinalStates);
+}
+
+std::string_view StatusName(Status status) {
+  switch (status) {
+    case Status::kSuccess:
+      return "success";
+    case Status::kFailure:
+      return "failure";
+    case Status::kSkipped:
+      break;
+  }
+  return "skipped";
+}
+
+double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+// "20261202-113501" (UTC).
+std::string IdTimestamp(double unix_seconds) { return FormatUtc(unix_seconds, "%Y%m%d-%H%M%S"); }
+
+// The N of "r-YYYYMMDD-HHMMSS-N", 0 when the id has another shape.
+unsigned long IdSequence(std::string_view id) {
+  const auto dash = id.rfind('-');
+  if (dash == std::string_view::npos) return 0;
+  unsigned long n = 0;
+  for (const char c : id.substr(dash + 1)) {
+    if (c < '0' || c > '9' || n > 100000000UL) return 0;
+    n = n * 10 + static_cast<unsigned long>(c - '0');
+  }
+  return n;
+}
+
+// Readers that tolerate a hand-edited history file.
+double NumberOr(const json& object, const char* key, double fallback) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_number() ? it->get<double>() : fallback;
+}
+
+std::string StringOr(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Helpers for the collector's families.
+prometheus::ClientMetric::Label Label(std::string name, std::string value) {
+  return {std::move(name), std::move(value)};
+}
+
+prometheus::ClientMetric Gauge(double value, std::vector<prometheus::ClientMetric::Label> labels) {
+  prometheus::ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  return metric;
+}
+
+}  // namespace
+
+// hostperf_full_run_*: built from the run history at scrape time, so that the
+// last full run of each probe is served again after a restart.
+class RunManager::Collector final : public prometheus::Collectable {
+ public:
+  explicit Collector(const RunManager& manager) : manager_(manager) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<json> runs;
+    std::map<std::string, double> counts;
+    bool active = false;
+    {
+      std::lock_guard lock(manager_.mu_);
+      runs = manager_.runs_;
+      counts = manager_.finished_counts_;
+      active = manager_.active_.has_value();
+    }
+    using prometheus::MetricFamily;
+    using prometheus::MetricType;
+    MetricFamily active_family{"hostperf_full_run_active",
+                               "1 while a full run is queued or running, else 0.",
+                               MetricType::Gauge,
+                               {Gauge(active ? 1 : 0, {})}};
+    MetricFamily total{"hostperf_full_runs_total",
+                       "Full runs finished since the daemon started, by final state.",
+                       MetricType::Counter,
+                       {}};
+    for (const char* state : kFinalStates) {
+      prometheus::ClientMetric metric;
+      metric.label = {Label("state", state)};
+      metric.counter.value = counts[state];
+      total.metric.push_back(std::move(metric));
+    }
+    MetricFamily timestamp{"hostperf_full_run_last_timestamp_seconds",
+                           "Unix time the probe's last full run finished.",
+                           MetricType::Gauge,
+                           {}};
+    MetricFamily success{
+        "hostperf_full_run_success", "1 if the probe's last full run succeeded, else 0.", MetricType::Gauge, {}};
+    MetricFamily duration{
+        "hostperf_full_run_duration_seconds", "Wall-clock time of the probe's last full run.", MetricType::Gauge, {}};
+    MetricFamily figure{"hostperf_full_run_figure",
+                        "Headline figures of the probe's last full run, base units (see docs/metrics.md).",
+                        MetricType::Gauge,
+                        {}};
+    std::map<std::string, bool> seen;
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+      const json outcomes = run->value("outcomes", json::object());
+      if (!outcomes.is_object()) continue;
+      for (const auto& [probe, outcome] : outcomes.items()) {
+        if (seen[probe] || !outcome.is_object()) continue;
+        seen[probe] = true;
+        const auto probe_label = Label("probe", probe);
+        timestamp.metric.push_back(Gauge(NumberOr(outcome, "finished_unix_seconds", 0), {probe_label}));
+        success.metric.push_back(Gauge(StringOr(outcome, "status") == "success" ? 1 : 0, {probe_label}));
+        duration.metric.push_back(Gauge(NumberOr(outcome, "duration_seconds", 0), {probe_label}));
+        const json results = run->value("results", json::object());
+        const json result = results.is_object() ? results.value(probe, json::object()) : json::object();
+        for (const probes::Figure& f : probes::HeadlineFigures(probe, result)) {
+          figure.metric.push_back(Gauge(f.value, {Label("figure", f.name), probe_label, Label("subject", f.subject)}));
+        }
+      }
+    }
+    std::vector<MetricFamily> families;
+    families.push_back(std::move(active_family));
+    families.push_back(std::move(total));
+    for (MetricFamily* family : {&timestamp, &success, &duration, &figure}) {
+      if (!family->metric.empty()) families.push_back(std::move(*family));
+    }
+    return families;
+  }
+
+ private:
+  const RunManager& manager_;
+};
+
+RunManager::RunManager(std::vector<probes::Probe*> probes, const Clock& clock, RunManagerHooks hooks,
+                       RunManagerOptions options)
+    : probes_(std::move(probes)), clock_(clock), hooks_(std::move(hooks)), options_(std::move(options)) {
+  {
+    std::lock_guard lock(mu_);
+    LoadHistory();
+  }
+  Flush();
+  worker_ = std::thread([this] { Worker(); });
+}
+
+RunManager::~RunManager() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    if (active_) cancel_.store(true);
+    cv_.notify_all();
+  }
+  worker_.join();
+  {
+    std::lock_guard lock(mu_);
+    // A run the worker never picked up.
+    if (active_) {
+      if (json* run = FindLocked(*active_)) FinishLocked(*run, "failed", "interrupted");
+    }
+  }
+  Flush();
+}
+
+bool RunManager::IsValidId(std::string_view id) {
+  if (id.size() < 3 || id.size() > 64 || id.substr(0, 2) != "r-") return false;
+  return std::all_of(id.begin() + 2, id.end(), [](char c) { return (c >= '0' && c <= '9') || c == '-'; });
+}
+
+json* RunManager::FindLocked(std::string_view id) {
+  for (json& run : runs_) {
+    if (run.value("id", "") == id) return &run;
+  }
+  return nullptr;
+}
+
+const json* RunManager::FindLocked(std::string_view id) const {
+  for (const json& run : runs_) {
+    if (run.value("id", "") == id) return &run;
+  }
+  return nullptr;
+}
+
+probes::Probe* RunManager::FindProbe(std::string_view name) const {
+  for (probes::Probe* probe : probes_) {
+    if (probe->Name() == name) return probe;
+  }
+  return nullptr;
+}
+
+std::string RunManager::NewIdLocked() {
+  return "r-" + IdTimestamp(clock_.UnixSeconds()) + "-" + std::to_string(++sequence_);
+}
+
+void RunManager::LoadHistory() {
+  if (options_.history_file.empty()) return;
+  const auto text = probes::ReadWholeFile(options_.history_file);
+  if (!text) return;  // first start
+  const json parsed = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object() || !parsed.contains("runs") || !parsed["runs"].is_array()) {
+    const auto aside = std::filesystem::path(options_.history_file).concat(".corrupt");
+    std::error_code ec;
+    std::filesystem::rename(options_.history_file, aside, ec);
+    spdlog::warn("run history {} is not valid; moved it to {} and starting a new one", options_.history_file.string(),
+                 aside.string());
+    return;
+  }
+  bool changed = false;
+  for (const json& run : parsed["runs"]) {
+    if (!run.is_object() || !run.contains("id") || !run["id"].is_string() || !IsValidId(run["id"].get<std::string>()) ||
+        !run.contains("state") || !run["state"].is_string()) {
+      changed = true;  // drop what we cannot serve
+      continue;
+    }
+    runs_.push_back(run);
+    sequence_ = std::max(sequence_, IdSequence(run["id"].get<std::string>()));
+    const std::string state = run["state"].get<std::string>();
+    if (!IsFinal(state)) {
+      // Queued or running when the last process ended.
+      json& last = runs_.back();
+      last["state"] = "failed";
+      last["reason"] = "interrupted";
+      last["finished_unix_seconds"] = clock_.UnixSeconds();
+      changed = true;
+      spdlog::warn("full run {} was {} when hostperf_exporter stopped; marked failed (interrupted)",
+                   last["id"].get<std::string>(), state);
+    }
+  }
+  TrimLocked();
+  if (changed) PersistLocked();
+}
+
+void RunManager::PersistLocked() {
+  if (options_.history_file.empty()) return;
+  const json document = {{"version", kHistoryVersion}, {"runs", runs_}};
+  pending_history_ = document.dump() + "\n";
+}
+
+void RunManager::Flush() {
+  // Writes are serialised and each takes the newest snapshot, so an older
+  // snapshot never overwrites a newer one; mu_ is not held while writing.
+  std::lock_guard write_lock(write_mu_);
+  std::optional<std::string> text;
+  {
+    std::lock_guard lock(mu_);
+    text.swap(pending_history_);
+  }
+  if (!text) return;
+  if (const auto error = probes::WriteFileAtomically(options_.history_file, *text)) {
+    spdlog::error("cannot write run history {}: {}", options_.history_file.string(), error.message());
+  }
+}
+
+void RunManager::TrimLocked() {
+  std::size_t finished = 0;
+  for (const json& run : runs_) finished += IsFinal(run.value("state", "")) ? 1 : 0;
+  for (auto it = runs_.begin(); it != runs_.end() && finished > options_.history_limit;) {
+    if (IsFinal(it->value("state", ""))) {
+      it = runs_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RunManager::FinishLocked(json& run, std::string_view state, std::string reason) {
+  run["state"] = state;
+  if (!reason.empty()) run["reason"] = std::move(reason);
+  run["finished_unix_seconds"] = clock_.UnixSeconds();
+  finished_counts_[std::string(state)] += 1;
+  const std::string id = run.value("id", "");
+  spdlog::info("full run {} {}{}", id, state,
+               run.contains("reason") ? " (" + run["reason"].get<std::string>() + ")" : "");
+  if (active_ && *active_ == id) active_.reset();
+  TrimLocked();  // `run` may be gone from here on
+  PersistLocked();
+  cv_.notify_all();
+}
+
+RunManager::Submission RunManager::Submit(const json& body) {
+  Submission submission = SubmitAndSnapshot(body);
+  Flush();
+  return submission;
+}
+
+RunManager::Submission RunManager::SubmitAndSnapshot(const json& body) {
+  Submission submission;
+  auto request = ParseFullRunRequest(body);
+  if (!request) {
+    submission.error = request.error();
+    return submission;
+  }
+  for (const std::string& name : request->probes) {
+    if (FindProbe(name) == nullptr) {
+      submission.error = "probes: \"" + name + "\" is not available in this daemon";
+      return submission;
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (stop_) {
+    submission.status = Submission::Status::kConflict;
+    submission.error = "the daemon is shutting down";
+    return submission;
+  }
+  if (active_) {
+    submission.status = Submission::Status::kConflict;
+    submission.id = *active_;
+    submission.error = "full run " + *active_ + " is still active; one full run at a time";
+    return submission;
+  }
+  submission.status = Submission::Status::kAccepted;
+  submission.id = NewIdLocked();
+  json run = {{"id", submission.id},
+              {"state", "queued"},
+              {"probes", request->probes},
+              {"options", request->options},
+              {"duration", request->duration ? json(*request->duration) : json(nullptr)},
+              {"created_unix_seconds", clock_.UnixSeconds()},
+              {"started_unix_seconds", nullptr},
+              {"finished_unix_seconds", nullptr},
+              {"progress", {{"probes_done", 0}, {"probes_total", request->probes.size()}}},
+              {"results", json::object()},
+              {"outcomes", json::object()}};
+  runs_.push_back(std::move(run));
+  active_ = submission.id;
+  active_options_ = std::move(request->parsed);
+  cancel_.store(false);
+  spdlog::info("full run {} queued: {}", submission.id, json(request->probes).dump());
+  TrimLocked();
+  PersistLocked();
+  cv_.notify_all();
+  return submission;
+}
+
+RunManager::CancelStatus RunManager::Cancel(std::string_view id) {
+  {
+    std::lock_guard lock(mu_);
+    json* run = FindLocked(id);
+    if (run == nullptr) return CancelStatus::kNotFound;
+    const std::string state = run->value("state", "");
+    if (IsFinal(state)) return CancelStatus::kFinished;
+    if (state != "queued") {
+      cancel_.store(true);
+      spdlog::info("full run {}: cancel requested", std::string(id));
+      return CancelStatus::kCancelling;
+    }
+    FinishLocked(*run, "cancelled", "cancelled before it started");
+  }
+  Flush();
+  return CancelStatus::kCancelling;
+}
+
+std::optional<json> RunManager::Get(std::string_view id) const {
+  std::lock_guard lock(mu_);
+  const json* run = FindLocked(id);
+  if (run == nullptr) return std::nullopt;
+  return *run;
+}
+
+std::vector<json> RunManager::Recent(std::size_t limit) const {
+  std::lock_guard lock(mu_);
+  std::vector<json> recent;
+  for (auto it = runs_.rbegin(); it != runs_.rend() && recent.size() < limit; ++it) recent.push_back(*it);
+  return recent;
+}
+
+bool RunManager::Active() const {
+  std::lock_guard lock(mu_);
+  return active_.has_value();
+}
+
+std::shared_ptr<prometheus::Collectable> RunManager::Metrics() { return std::make_shared<Collector>(*this); }
+
+void RunManager::Worker() {
+  for (;;) {
+    std::string id;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] {
+        if (stop_) return true;
+        if (!active_) return false;
+        const json* run = FindLocked(*active_);
+        return run != nullptr && run->value("state", "") == "queued";
+      });
+      if (stop_) return;
+      id = *active_;
+    }
+    Execute(id);
+  }
+}
+
+void RunManager::Execute(const std::string& id) {
+  std::vector<std::string> names;
+  std::map<std::string, std::shared_ptr<const probes::ProbeOptions>> options;
+  {
+    std::lock_guard lock(mu_);
+    json* run = FindLocked(id);
+    if (run == nullptr || run->value("state", "") != "queued") return;
+    (*run)["state"] = "running";
+    (*run)["started_unix_seconds"] = clock_.UnixSeconds();
+    names = (*run)["probes"].get<std::vector<std::string>>();
+    options = std::move(active_options_);
+    PersistLocked();
+  }
+  Flush();
+  spdlog::info("full run {} started; pausing scheduled runs", id);
+  // The hooks are the daemon's; a throwing one must not kill the thread.
+  const auto call_hook = [&id](const std::function<void()>& hook, const char* what) {
+    if (!hook) return;
+    try {
+      hook();
+    } catch (const std::exception& e) {
+      spdlog::error("full run {}: {} failed: {}", id, what, e.what());
+    }
+  };
+  call_hook(hooks_.pause_scheduler, "pausing the scheduler");
+  std::shared_ptr<const config::Config> config;
+  if (hooks_.config) config = hooks_.config();
+  if (!config) config = std::make_shared<const config::Config>(probes::DefaultConfig());
+
+  const auto run_started = clock_.Now();
+  std::string failure;
+  for (std::size_t i = 0; i < names.size() && !cancel_.load(); ++i) {
+    const std::string& name = names[i];
+    {
+      std::lock_guard lock(mu_);
+      if (json* run = FindLocked(id)) {
+        (*run)["progress"] = {{"probe", name},
+                              {"test", ""},
+                              {"probe_elapsed_seconds", 0.0},
+                              {"probe_remaining_seconds", nullptr},
+                              {"elapsed_seconds", Seconds(clock_.Now() - run_started)},
+                              {"probes_done", i},
+                              {"probes_total", names.size()}};
+      }
+    }
+    FullRunCallbacks callbacks;
+    callbacks.on_progress = [this, &id, run_started](const probes::Progress& progress) {
+      std::lock_guard lock(mu_);
+      json* run = FindLocked(id);
+      if (run == nullptr) return;
+      json& p = (*run)["progress"];
+      p["test"] = progress.current_test;
+      p["probe_elapsed_seconds"] = Seconds(progress.elapsed);
+      p["probe_remaining_seconds"] = Seconds(progress.remaining);
+      p["elapsed_seconds"] = Seconds(clock_.Now() - run_started);
+    };
+    const auto probe_started = clock_.Now();
+    probes::Probe* probe = FindProbe(name);
+    const probes::ProbeOutcome outcome = probe != nullptr
+                                             ? RunFullProbe(*probe, *config, options[name], &cancel_, callbacks)
+                                             : probes::ProbeOutcome::Failure("unknown_probe", "no probe named " + name);
+    const double took = Seconds(clock_.Now() - probe_started);
+    if (outcome.status != Status::kSuccess) {
+      spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), outcome.reason,
+                   outcome.message);
+      if (failure.empty()) failure = name + ": " + outcome.reason;
+    }
+    {
+      std::lock_guard lock(mu_);
+      json* run = FindLocked(id);
+      if (run == nullptr) continue;
+      (*run)["results"][name] = outcome.result;
+      (*run)["outcomes"][name] = {{"status", StatusName(outcome.status)},
+                                  {"reason", outcome.reason},
+                                  {"message", outcome.message},
+                                  {"duration_seconds", took},
+                                  {"finished_unix_seconds", clock_.UnixSeconds()}};
+      (*run)["progress"]["probes_done"] = i + 1;
+      (*run)["progress"]["elapsed_seconds"] = Seconds(clock_.Now() - run_started);
+      PersistLocked();
+    }
+    Flush();
+  }
+  call_hook(hooks_.resume_scheduler, "resuming the scheduler");
+  spdlog::info("full run {} ended; scheduled runs resume", id);
+
+  {
+    std::lock_guard lock(mu_);
+    json* run = FindLocked(id);
+    if (run == nullptr) {
+      if (active_ && *active_ == id) active_.reset();
+    } else if (stop_ && cancel_.load()) {
+      FinishLocked(*run, "failed", "interrupted");
+    } else if (cancel_.load()) {
+      FinishLocked(*run, "cancelled", "cancelled by request");
+    } else if (!failure.empty()) {
+      FinishLocked(*run, "failed", failure);
+    } else {
+      FinishLocked(*run, "succeeded", "");
+    }
+  }
+  Flush();
+}
+
+}  // namespace hostperf::exporter

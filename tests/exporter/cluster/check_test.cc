@@ -1,0 +1,457 @@
+#include "hostperf/cluster/check.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hostperf::cluster {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The field report's two hosts (R510s), as the probes would report them:
+// disk bytes and seconds chosen so that MiB/s match the report.
+json FieldReportHosts() {
+  const double bytes = 202537697280.0 / 2;
+  return json::array({
+      {{"host", "sdw13"},
+       {"disk",
+        {{"write", {{"bytes", bytes}, {"seconds", bytes / (1188.50 * 1048576)}}},
+         {"read", {{"bytes", bytes}, {"seconds", bytes / (1526.68 * 1048576)}}}}},
+       {"stream", {{"bytes_per_second", 4250.22e6}}}},
+      {{"host", "sdw15"},
+       {"disk",
+        {{"write", {{"bytes", bytes}, {"seconds", bytes / (1087.34 * 1048576)}}},
+         {"read", {{"bytes", bytes}, {"seconds", bytes / (1461.30 * 1048576)}}}}},
+       {"stream", {{"bytes_per_second", 4603.59e6}}}},
+  });
+}
+
+json FieldReportNetwork(const char* mode) {
+  return {{"mode", mode},
+          {"links",
+           {{{"from", "sdw13"}, {"to", "sdw15"}, {"bytes_per_second", 1131.84 * 1048576}},
+            {{"from", "sdw15"}, {"to", "sdw13"}, {"bytes_per_second", 1131.82 * 1048576}}}}};
+}
+
+TEST(ParseTestSelectionTest, Letters) {
+  auto all = ParseTestSelection("dsN");
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->disk);
+  EXPECT_TRUE(all->stream);
+  EXPECT_EQ(all->net, NetMode::kParallel);
+  EXPECT_EQ(ParseTestSelection("n")->net, NetMode::kSerial);
+  EXPECT_EQ(ParseTestSelection("M")->net, NetMode::kMatrix);
+  EXPECT_EQ(ParseTestSelection("s")->net, NetMode::kNone);
+  EXPECT_FALSE(ParseTestSelection("s")->disk);
+  EXPECT_TRUE(ParseTestSelection("d")->disk);
+  EXPECT_TRUE(ParseTestSelection("ssdd")->stream);  // repeats are harmless
+  EXPECT_EQ(ParseTestSelection("NN")->net, NetMode::kParallel);
+}
+
+TEST(ParseTestSelectionTest, Errors) {
+  EXPECT_FALSE(ParseTestSelection("").ok());
+  EXPECT_THAT(ParseTestSelection("dx").error(), HasSubstr("'x'"));
+  EXPECT_FALSE(ParseTestSelection("D").ok());
+  EXPECT_FALSE(ParseTestSelection("m").ok());
+  EXPECT_THAT(ParseTestSelection("Nn").error(), HasSubstr("one network test"));
+  EXPECT_FALSE(ParseTestSelection("nM").ok());
+  EXPECT_FALSE(ParseTestSelection("MN").ok());
+}
+
+TEST(ParseCheckArgsTest, FieldReportCommandLine) {
+  auto parsed =
+      ParseCheckArgs({"-h", "sdw13", "-h", "sdw15", "-d", "/data/vol1", "-d", "/data/vol2", "-r", "dsN", "-D", "-v"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->hosts, (std::vector<std::string>{"sdw13", "sdw15"}));
+  EXPECT_EQ(parsed->directories, (std::vector<std::string>{"/data/vol1", "/data/vol2"}));
+  EXPECT_TRUE(parsed->tests.disk);
+  EXPECT_TRUE(parsed->tests.stream);
+  EXPECT_EQ(parsed->tests.net, NetMode::kParallel);
+  EXPECT_TRUE(parsed->per_host);
+  EXPECT_TRUE(parsed->verbose);
+  EXPECT_EQ(parsed->disk_options, json({{"directories", {"/data/vol1", "/data/vol2"}}}));
+}
+
+TEST(ParseCheckArgsTest, DefaultsAttachedValuesAndDiskOptions) {
+  // gpcheckperf's default is -r dsn.
+  auto parsed = ParseCheckArgs({"-d/tmp/x"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_TRUE(parsed->tests.disk);
+  EXPECT_TRUE(parsed->tests.stream);
+  EXPECT_EQ(parsed->tests.net, NetMode::kSerial);
+  EXPECT_FALSE(parsed->per_host);
+  EXPECT_TRUE(parsed->hosts.empty());
+
+  parsed = ParseCheckArgs({"-rds", "-d", "/d", "-S", "8mb", "-B", "256k", "--duration", "2s"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->disk_options,
+            json({{"directories", {"/d"}}, {"data_size", "8mb"}, {"max_buffer_size", "256k"}, {"duration", "2s"}}));
+  EXPECT_EQ(ParseCheckArgs({"-r", "s", "--duration=5s"})->disk_options, json({{"duration", "5s"}}));
+}
+
+TEST(ParseCheckArgsTest, Errors) {
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{{"-r"},
+                                                                                   {"-r", "x"},
+                                                                                   {"-d"},
+                                                                                   {"-h"},
+                                                                                   {"-x"},
+                                                                                   {"extra"},
+                                                                                   {"-r", "d"},
+                                                                                   {"-r", "dsnM", "-d", "/d"},
+                                                                                   {"--duration"},
+                                                                                   {"-S"}}) {
+    EXPECT_FALSE(ParseCheckArgs(bad).ok()) << ::testing::PrintToString(bad);
+  }
+  // The disk test without a directory says what is missing.
+  EXPECT_THAT(ParseCheckArgs({"-r", "ds"}).error(), HasSubstr("-d DIR"));
+  EXPECT_TRUE(ParseCheckArgs({"--help"})->help);
+}
+
+TEST(FormatCheckResultTest, FieldReportBlock) {
+  const json check = {{"hosts", FieldReportHosts()}, {"network", FieldReportNetwork("parallel")}};
+  const std::string out = FormatCheckResult(check, {.per_host = true, .verbose = false});
+  const std::string expected_disk_write =
+      "\n"
+      " ====================\n"
+      " ==  RESULT\n"
+      " ====================\n"
+      "\n"
+      "  disk write avg time (sec): 85.04\n"
+      "  disk write tot bytes: 202537697280\n"
+      "  disk write tot bandwidth (MB/s): 2275.84\n"
+      "  disk write min bandwidth (MB/s): 1087.34 [sdw15]\n"
+      "  disk write max bandwidth (MB/s): 1188.50 [sdw13]\n"
+      "  -- per host bandwidth --\n"
+      "     disk write bandwidth (MB/s): 1188.50 [sdw13]\n"
+      "     disk write bandwidth (MB/s): 1087.34 [sdw15]\n"
+      "\n"
+      "  disk read avg time (sec): 64.67\n";
+  EXPECT_EQ(out.substr(0, expected_disk_write.size()), expected_disk_write) << out;
+  EXPECT_THAT(out, HasSubstr("  disk read tot bandwidth (MB/s): 2987.98\n"));
+  EXPECT_THAT(out, HasSubstr("  disk read min bandwidth (MB/s): 1461.30 [sdw15]\n"));
+  EXPECT_THAT(out, HasSubstr("\n  stream tot bandwidth (MB/s): 8853.81\n"
+                             "  stream min bandwidth (MB/s): 4250.22 [sdw13]\n"
+                             "  stream max bandwidth (MB/s): 4603.59 [sdw15]\n"
+                             "  -- per host bandwidth --\n"
+                             "     stream bandwidth (MB/s): 4250.22 [sdw13]\n"
+                             "     stream bandwidth (MB/s): 4603.59 [sdw15]\n"));
+  // STREAM has no time or byte totals.
+  EXPECT_THAT(out, Not(HasSubstr("stream avg time")));
+  EXPECT_THAT(out, Not(HasSubstr("stream tot bytes")));
+  EXPECT_THAT(out, HasSubstr("\n Netperf bisection bandwidth test\n"
+                             " sdw13 -> sdw15 = 1131.840000\n"
+                             " sdw15 -> sdw13 = 1131.820000\n"
+                             "\n"
+                             " Summary:\n"
+                             " sum = 2263.66 MB/sec\n"
+                             " min = 1131.82 MB/sec\n"
+                             " max = 1131.84 MB/sec\n"
+                             " avg = 1131.83 MB/sec\n"
+                             " median = 1131.84 MB/sec\n"));
+  // All within 90% of the best: no warnings.
+  EXPECT_THAT(out, Not(HasSubstr("[Warning]")));
+}
+
+TEST(FormatCheckResultTest, PerHostLinesOnlyWithD) {
+  const json check = {{"hosts", FieldReportHosts()}};
+  EXPECT_THAT(FormatCheckResult(check, {}), Not(HasSubstr("per host")));
+}
+
+TEST(FormatCheckResultTest, FlagsHostsAndLinksBelowNinetyPercentOfTheBest) {
+  // The field report's slow array: 365 vs 621 MB/s.
+  json hosts = json::array();
+  for (const auto& [host, rate] : {std::pair{"sdw11", 620.81}, {"sdw09", 365.38}, {"sdw08", 621.01}}) {
+    hosts.push_back({{"host", host}, {"disk", {{"write", {{"bytes", rate * 1048576}, {"seconds", 1.0}}}}}});
+  }
+  json network = FieldReportNetwork("serial");
+  network["links"].push_back({{"from", "sdw08"}, {"to", "sdw09"}, {"bytes_per_second", 500.0 * 1048576}});
+  const std::string out = FormatCheckResult({{"hosts", hosts}, {"network", network}}, {.per_host = true});
+  EXPECT_THAT(out, HasSubstr("[Warning] disk write bandwidth on sdw09 is no good: 365.38 MB/s is below 90% of the "
+                             "best 621.01 [sdw08]"));
+  EXPECT_THAT(out, Not(HasSubstr("on sdw11 is no good")));
+  EXPECT_THAT(out, HasSubstr(" [Warning] connection between sdw08 and sdw09 is no good\n"));
+  EXPECT_THAT(out, Not(HasSubstr("connection between sdw13")));
+  // No read figures: no read section.
+  EXPECT_THAT(out, Not(HasSubstr("disk read")));
+}
+
+TEST(FormatCheckResultTest, MatrixTxRxAndPerLinkWithVerbose) {
+  const json check = {{"hosts", json::array()}, {"network", FieldReportNetwork("matrix")}};
+  const std::string quiet = FormatCheckResult(check, {});
+  EXPECT_THAT(quiet, HasSubstr(" Full matrix netperf bandwidth test\n"));
+  EXPECT_THAT(quiet, HasSubstr(" sdw13 Tx rate: 1131.84\n"));
+  EXPECT_THAT(quiet, HasSubstr(" sdw13 Rx rate: 1131.82\n"));
+  EXPECT_THAT(quiet, Not(HasSubstr("->")));
+  EXPECT_THAT(quiet, HasSubstr(" median = 1131.84 MB/sec\n"));
+  EXPECT_THAT(FormatCheckResult(check, {.verbose = true}), HasSubstr(" sdw13 -> sdw15 = 1131.840000\n"));
+}
+
+TEST(FormatCheckResultTest, EmptyAndMalformedInputPrintsOnlyTheHeader) {
+  const std::string header = "\n ====================\n ==  RESULT\n ====================\n";
+  EXPECT_EQ(FormatCheckResult(json::object(), {}), header);
+  EXPECT_EQ(FormatCheckResult(json::array(), {}), header);
+  EXPECT_EQ(FormatCheckResult({{"hosts", "x"}, {"network", {{"links", {{{"from", "a"}}}}}}}, {}), header);
+  EXPECT_EQ(
+      FormatCheckResult({{"hosts", {{{"host", "a"}, {"disk", {{"write", {{"bytes", 1}, {"seconds", 0}}}}}}}}}, {}),
+      header);
+}
+
+TEST(ResultAdaptersTest, StreamIsTheCopyRate) {
+  const json memory = {
+      {"kernels",
+       {{{"kernel", "copy"}, {"best_bytes_per_second", 5e9}}, {{"kernel", "triad"}, {"best_bytes_per_second", 6e9}}}}};
+  EXPECT_EQ(StreamEntryFromMemoryResult(memory), json({{"bytes_per_second", 5e9}}));
+  EXPECT_TRUE(StreamEntryFromMemoryResult(json::object()).is_null());
+  EXPECT_TRUE(
+      StreamEntryFromMemoryResult({{"kernels", {{{"kernel", "triad"}, {"best_bytes_per_second", 1}}}}}).is_null());
+}
+
+TEST(ResultAdaptersTest, DiskFromSequentialFigures) {
+  const json disk = {
+      {"sequential", {{"write", {{"bytes", 1000}, {"seconds", 2.0}}}, {"read", {{"bytes", 1000}, {"seconds", 1.0}}}}}};
+  EXPECT_EQ(DiskEntryFromDiskResult(disk),
+            json({{"write", {{"bytes", 1000.0}, {"seconds", 2.0}}}, {"read", {{"bytes", 1000.0}, {"seconds", 1.0}}}}));
+}
+
+TEST(ResultAdaptersTest, DiskSummedOverDirectoryTests) {
+  // The disk probe's vioperf result: per directory, one summary per test.
+  const json disk = {{"directories",
+                      {{{"directory", "/a"},
+                        {"tests",
+                         {{{"test", "Write"}, {"seconds", 2.0}, {"bytes_written", 400}, {"bytes_read", 0}},
+                          {{"test", "ReWrite"}, {"seconds", 2.0}, {"bytes_written", 999}, {"bytes_read", 999}},
+                          {{"test", "Read"}, {"seconds", 1.0}, {"bytes_written", 0}, {"bytes_read", 300}},
+                          {{"test", "SkipRead"}, {"seconds", 1.0}, {"bytes_written", 0}, {"bytes_read", 999}}}}},
+                       {{"directory", "/b"},
+                        {"tests",
+                         {{{"test", "Write"}, {"seconds", 3.0}, {"bytes_written", 600}, {"bytes_read", 0}},
+                          {{"test", "Read"}, {"seconds", 1.0}, {"bytes_written", 0}, {"bytes_read", 500}}}}}}}};
+  EXPECT_EQ(DiskEntryFromDiskResult(disk),
+            json({{"write", {{"bytes", 1000.0}, {"seconds", 5.0}}}, {"read", {{"bytes", 800.0}, {"seconds", 2.0}}}}));
+  EXPECT_TRUE(DiskEntryFromDiskResult(json::object()).is_null());
+  EXPECT_TRUE(DiskEntryFromDiskResult({{"directories", {{{"directory", "/a"}, {"error", "x"}}}}}).is_null());
+}
+
+TEST(ResultAdaptersTest, LinkRateFromTheNetProbesTcpRow) {
+  const json net = {{"tests",
+                     {{"tcp-throughput",
+                       {{{"node", "b:14159"}, {"outcome", "ok"}, {"bytes_received", 4e9}, {"duration_seconds", 4.0}},
+                        {{"node", "c"}, {"outcome", "busy"}, {"bytes_received", 0}, {"duration_seconds", 0}},
+                        {{"node", "average"}, {"bytes_received", 2e9}, {"duration_seconds", 2.0}}}}}}};
+  std::string error;
+  EXPECT_EQ(LinkRateFromNetResult(net, "b:14159", &error), 1e9);
+  EXPECT_FALSE(LinkRateFromNetResult(net, "c", &error));
+  EXPECT_THAT(error, HasSubstr("busy"));
+  EXPECT_FALSE(LinkRateFromNetResult(net, "d", &error));
+  EXPECT_THAT(error, HasSubstr("no tcp-throughput row for d"));
+  EXPECT_FALSE(LinkRateFromNetResult(json::object(), "b", &error));
+}
+
+TEST(HostSpecTest, NamesPortsAndIpv6) {
+  EXPECT_EQ(ParseHostSpec("sdw13", 9580)->address, "sdw13");
+  EXPECT_EQ(ParseHostSpec("sdw13", 9580)->api_port, 9580);
+  EXPECT_EQ(ParseHostSpec("sdw13:9100", 9580)->api_port, 9100);
+  EXPECT_EQ(ParseHostSpec("10.0.0.7:1", 9580)->address, "10.0.0.7");
+  EXPECT_EQ(ParseHostSpec("[fd00::7]:9200", 9580)->address, "fd00::7");
+  EXPECT_EQ(ParseHostSpec("[fd00::7]:9200", 9580)->api_port, 9200);
+  EXPECT_EQ(ParseHostSpec("[fd00::7]", 9580)->api_port, 9580);
+  EXPECT_EQ(ParseHostSpec("fd00::7", 9581)->address, "fd00::7");
+  EXPECT_EQ(ParseHostSpec("fd00::7", 9581)->api_port, 9581);
+  for (const char* bad : {"", "a:", "a:0", "a:65536", "a:x", "[fd00::7", "[fd00::7]x", "[]:1", "a b", ":9580"}) {
+    EXPECT_FALSE(ParseHostSpec(bad, 9580).ok()) << bad;
+  }
+}
+
+// Every ordered pair exactly once over all rounds (matrix), and no host sends
+// or receives twice within a round (a responder serves one session at a time).
+void ExpectRoundsAreValid(const std::vector<NetworkRound>& rounds, std::size_t hosts) {
+  for (const NetworkRound& round : rounds) {
+    std::vector<int> sends(hosts), receives(hosts);
+    for (const auto& [from, to] : round) {
+      ASSERT_LT(from, hosts);
+      ASSERT_LT(to, hosts);
+      EXPECT_NE(from, to);
+      EXPECT_EQ(++sends[from], 1) << "host " << from << " sends twice in a round";
+      EXPECT_EQ(++receives[to], 1) << "host " << to << " receives twice in a round";
+    }
+  }
+}
+
+TEST(PlanNetworkRoundsTest, ParallelSerialAndMatrix) {
+  using Links = NetworkRound;
+  EXPECT_TRUE(PlanNetworkRounds(1, NetMode::kParallel).empty());
+  EXPECT_TRUE(PlanNetworkRounds(4, NetMode::kNone).empty());
+  // The field report: two hosts, both directions at once.
+  EXPECT_EQ(PlanNetworkRounds(2, NetMode::kParallel), (std::vector<Links>{{{0, 1}, {1, 0}}}));
+  EXPECT_EQ(PlanNetworkRounds(4, NetMode::kParallel), (std::vector<Links>{{{0, 1}, {1, 0}, {2, 3}, {3, 2}}}));
+  EXPECT_EQ(PlanNetworkRounds(3, NetMode::kParallel), (std::vector<Links>{{{0, 1}, {1, 0}}, {{2, 0}, {0, 2}}}));
+  EXPECT_EQ(PlanNetworkRounds(4, NetMode::kSerial), (std::vector<Links>{{{0, 1}, {1, 0}}, {{2, 3}, {3, 2}}}));
+  for (std::size_t hosts = 2; hosts <= 9; ++hosts) {
+    SCOPED_TRACE(hosts);
+    for (const NetMode mode : {NetMode::kParallel, NetMode::kSerial, NetMode::kMatrix}) {
+      ExpectRoundsAreValid(PlanNetworkRounds(hosts, mode), hosts);
+    }
+    const auto matrix = PlanNetworkRounds(hosts, NetMode::kMatrix);
+    EXPECT_EQ(matrix.size(), hosts % 2 == 0 ? hosts - 1 : hosts);
+    std::set<std::pair<std::size_t, std::size_t>> pairs;
+    for (const auto& round : matrix) pairs.insert(round.begin(), round.end());
+    EXPECT_EQ(pairs.size(), hosts * (hosts - 1));
+  }
+}
+
+// A HostRunner that records what it was asked and answers canned results.
+struct FakeRunner {
+  std::mutex mu;
+  std::vector<std::string> probes;  // "host probe"
+  json disk_options;
+  std::vector<json> net_options;
+  ProbeOutcome disk = ProbeOutcome::Success(
+      {{"sequential",
+        {{"write", {{"bytes", 1 << 20}, {"seconds", 0.5}}}, {"read", {{"bytes", 1 << 20}, {"seconds", 0.25}}}}}});
+  ProbeOutcome memory = ProbeOutcome::Success({{"kernels", {{{"kernel", "copy"}, {"best_bytes_per_second", 8e9}}}}});
+  std::set<std::string> failing_hosts;  // their runs fail as an unreachable remote would
+
+  HostRunner runner() {
+    return [this](const std::string& host, std::string_view probe, const json& options) {
+      std::lock_guard lock(mu);
+      probes.push_back(host + " " + std::string(probe));
+      if (failing_hosts.contains(host)) return ProbeOutcome::Failure("remote_unreachable", "cannot connect");
+      if (probe == "disk") {
+        disk_options = options;
+        return disk;
+      }
+      if (probe == "net") {
+        net_options.push_back(options);
+        // 100 MiB/s per link, +1 MiB/s per character of the sender's name.
+        const std::string target = options["hosts"][0];
+        const double rate = (100.0 + static_cast<double>(host.size())) * 1048576;
+        return ProbeOutcome::Success(
+            {{"tests",
+              {{"tcp-throughput",
+                {{{"node", target}, {"outcome", "ok"}, {"bytes_received", rate * 2}, {"duration_seconds", 2.0}}}}}}});
+      }
+      return memory;
+    };
+  }
+};
+
+TEST(RunCheckTest, LocalDiskAndStream) {
+  FakeRunner fake;
+  const auto options = ParseCheckArgs({"-r", "ds", "-d", "/tmp/x", "-S", "1mb"});
+  ASSERT_TRUE(options.ok());
+  const CheckRun run = RunCheck(*options, fake.runner(), "node1");
+  EXPECT_TRUE(run.ran);
+  EXPECT_TRUE(run.errors.empty());
+  EXPECT_EQ(fake.probes, (std::vector<std::string>{"node1 disk", "node1 memory"}));
+  EXPECT_EQ(fake.disk_options, json({{"directories", {"/tmp/x"}}, {"data_size", "1mb"}}));
+  const std::string out = FormatCheckResult(run.check, {.per_host = true});
+  EXPECT_THAT(out, HasSubstr("  disk write tot bandwidth (MB/s): 2.00\n"));
+  EXPECT_THAT(out, HasSubstr("  disk read max bandwidth (MB/s): 4.00 [node1]\n"));
+  EXPECT_THAT(out, HasSubstr("     stream bandwidth (MB/s): 8000.00 [node1]\n"));
+}
+
+TEST(RunCheckTest, FailedProbeIsAnErrorAndLeavesItsSectionOut) {
+  FakeRunner fake;
+  fake.memory = ProbeOutcome::Failure("validation_failed", "array a wrong");
+  const CheckRun run = RunCheck(*ParseCheckArgs({"-r", "ds", "-d", "/tmp/x"}), fake.runner(), "node1");
+  ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_THAT(run.errors[0], HasSubstr("stream test on node1 failed: validation_failed"));
+  const std::string out = FormatCheckResult(run.check, {});
+  EXPECT_THAT(out, HasSubstr("disk write"));
+  EXPECT_THAT(out, Not(HasSubstr("stream")));
+}
+
+TEST(RunCheckTest, EveryHostRunsDiskAndStreamAndPairsRunTheNetwork) {
+  FakeRunner fake;
+  const auto options = ParseCheckArgs(
+      {"-r", "dsN", "-d", "/data", "-h", "sdw13", "-h", "sdw15:9100", "--duration", "3s", "--net-port", "14200"});
+  ASSERT_TRUE(options.ok()) << options.error();
+  const CheckRun run = RunCheck(*options, fake.runner(), "mdw");
+  EXPECT_TRUE(run.ran);
+  EXPECT_TRUE(run.errors.empty()) << run.errors.front();
+  EXPECT_THAT(fake.probes, ::testing::UnorderedElementsAre("sdw13 disk", "sdw15:9100 disk", "sdw13 memory",
+                                                           "sdw15:9100 memory", "sdw13 net", "sdw15:9100 net"));
+  ASSERT_EQ(fake.net_options.size(), 2u);
+  for (const json& net : fake.net_options) {
+    EXPECT_EQ(net["tests"], json({"tcp-throughput"}));
+    EXPECT_EQ(net["duration"], 3.0);
+    EXPECT_GT(net["datarate"].get<double>(), 10000);  // full speed, as netperf
+  }
+  // The responder is addressed by host and --net-port, not by the API port.
+  std::set<std::string> targets;
+  for (const json& net : fake.net_options) targets.insert(net["hosts"][0].get<std::string>());
+  EXPECT_EQ(targets, (std::set<std::string>{"sdw13:14200", "sdw15:14200"}));
+
+  const std::string out = FormatCheckResult(run.check, {.per_host = true});
+  EXPECT_THAT(out, HasSubstr("     disk write bandwidth (MB/s): 2.00 [sdw15:9100]\n"));
+  EXPECT_THAT(out, HasSubstr("  stream tot bandwidth (MB/s): 16000.00\n"));
+  EXPECT_THAT(out, HasSubstr(" Netperf bisection bandwidth test\n"));
+  EXPECT_THAT(out, HasSubstr(" sdw13 -> sdw15:9100 = 105.000000\n"));
+  EXPECT_THAT(out, HasSubstr(" sdw15:9100 -> sdw13 = 110.000000\n"));
+  EXPECT_THAT(out, HasSubstr(" sum = 215.00 MB/sec\n"));
+}
+
+TEST(RunCheckTest, AnUnreachableHostIsAnErrorAndTheOthersStillReport) {
+  FakeRunner fake;
+  fake.failing_hosts = {"sdw15"};
+  const CheckRun run =
+      RunCheck(*ParseCheckArgs({"-r", "sM", "-h", "sdw13", "-h", "sdw15", "-h", "sdw16"}), fake.runner(), "mdw");
+  EXPECT_TRUE(run.ran);
+  // stream on sdw15, and its two outgoing links (its incoming ones are
+  // measured by the others against its responder: here they succeed).
+  ASSERT_EQ(run.errors.size(), 3u);
+  EXPECT_THAT(run.errors[0], HasSubstr("stream test on sdw15 failed: remote_unreachable"));
+  EXPECT_THAT(run.errors, ::testing::Contains(HasSubstr("network test sdw15 -> sdw13 failed: remote_unreachable")));
+  const std::string out = FormatCheckResult(run.check, {.per_host = true, .verbose = true});
+  EXPECT_THAT(out, HasSubstr("stream bandwidth (MB/s): 8000.00 [sdw16]"));
+  EXPECT_THAT(out, Not(HasSubstr("[sdw15]\n")));
+  EXPECT_THAT(out, HasSubstr(" Full matrix netperf bandwidth test\n"));
+  EXPECT_THAT(out, HasSubstr(" sdw13 -> sdw16 = "));
+  EXPECT_THAT(out, HasSubstr(" sdw16 -> sdw15 = "));
+}
+
+TEST(ParseCheckArgsTest, HostFileApiAndTokenOptions) {
+  const std::string file = ::testing::TempDir() + "/check_hosts";
+  {
+    std::ofstream out(file);
+    out << "# segment hosts\nsdw13\n\n  sdw15:9100  # other port\n[fd00::7]\n";
+  }
+  auto parsed = ParseCheckArgs({"-r", "N", "-f", file, "--api-port", "9200", "--token-file", "/etc/t"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->hosts, (std::vector<std::string>{"sdw13", "sdw15:9100", "[fd00::7]"}));
+  EXPECT_EQ(parsed->api_port, 9200);
+  EXPECT_EQ(parsed->token_file, "/etc/t");
+  EXPECT_EQ(parsed->net_seconds, kDefaultNetSeconds);
+  EXPECT_THAT(ParseCheckArgs({"-f", "/nonexistent/hosts", "-r", "s"}).error(), HasSubstr("cannot read"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "-h", "a", "-h", "a"}).error(), HasSubstr("given twice"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "N", "--duration", "2m"}).error(), HasSubstr("at most 60s"));
+  EXPECT_TRUE(ParseCheckArgs({"-r", "s", "--duration", "2m"}).ok());  // no network test: no cap
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "--duration", "soon"}).ok());
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "--api-port", "0"}).ok());
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "--net-port", "x"}).ok());
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "-h", "a:b"}).ok());
+}
+
+TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {
+  EXPECT_TRUE(IsLocalHost("localhost", "n"));
+  EXPECT_TRUE(IsLocalHost("127.0.0.1", "n"));
+  EXPECT_TRUE(IsLocalHost("::1", "n"));
+  EXPECT_TRUE(IsLocalHost("n", "n"));
+  EXPECT_FALSE(IsLocalHost("m", "n"));
+  FakeRunner fake;
+  const CheckRun run = RunCheck(*ParseCheckArgs({"-r", "sN", "-h", "node1"}), fake.runner(), "node1");
+  EXPECT_TRUE(run.ran);
+  EXPECT_TRUE(run.errors.empty());
+  EXPECT_THAT(run.notes, ::testing::Contains("[Warning] single host only - abandon netperf test"));
+}
+
+}  // namespace
+}  // namespace hostperf::cluster

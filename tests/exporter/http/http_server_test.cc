@@ -1,0 +1,403 @@
+#include "hostperf/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hostperf::exporter {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+// ---------------------------------------------------------------------------
+// ToCivetwebPorts
+
+struct PortsCase {
+  std::string listen_address;
+  std::string civetweb;  // empty: must be rejected
+};
+
+void PrintTo(const PortsCase& c, std::ostream* os) {
+  *os << '"' << c.listen_address << "\" -> " << (c.civetweb.empty() ? "rejected" : c.civetweb);
+}
+
+class ToCivetwebPortsTest : public ::testing::TestWithParam<PortsCase> {};
+
+TEST_P(ToCivetwebPortsTest, TranslatesOrRejects) {
+  const PortsCase& c = GetParam();
+  const auto ports = ToCivetwebPorts(c.listen_address);
+  if (c.civetweb.empty()) {
+    ASSERT_FALSE(ports.ok()) << c.listen_address << " was accepted as " << *ports;
+    EXPECT_THAT(ports.error(), HasSubstr(c.listen_address));
+  } else {
+    ASSERT_TRUE(ports.ok()) << c.listen_address << ": " << ports.error();
+    EXPECT_EQ(*ports, c.civetweb);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ToCivetwebPortsTest,
+                         ::testing::Values(PortsCase{":9580", "9580"},                     //
+                                           PortsCase{"0.0.0.0:9580", "9580"},              //
+                                           PortsCase{"127.0.0.1:0", "127.0.0.1:0"},        //
+                                           PortsCase{"10.1.2.3:9580", "10.1.2.3:9580"},    //
+                                           PortsCase{"[::1]:9580", "[::1]:9580"},          //
+                                           PortsCase{"[::]:9580", "[::]:9580"},            //
+                                           PortsCase{"localhost:9580", "127.0.0.1:9580"},  //
+                                           PortsCase{":65535", "65535"},                   //
+                                           PortsCase{"9580", ""},                          //
+                                           PortsCase{"host:abc", ""},                      //
+                                           PortsCase{":70000", ""},                        //
+                                           PortsCase{":", ""},                             //
+                                           PortsCase{":-1", ""},                           //
+                                           PortsCase{":123456", ""},                       //
+                                           PortsCase{"example.com:80", ""},                //
+                                           PortsCase{"[::1:80", ""}));
+
+// ---------------------------------------------------------------------------
+// A raw HTTP/1.1 client: connect, send the request as given, read until the
+// server closes (it always answers with Connection: close).
+
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Socket& operator=(Socket&& other) noexcept {
+    if (this != &other) {
+      Close();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  ~Socket() { Close(); }
+
+  int fd() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void Close() {
+    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+Socket Connect(int port) {
+  Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!socket.valid()) {
+    ADD_FAILURE() << "socket() failed";
+    return socket;
+  }
+  // Never hang the test run on a server that does not answer.
+  timeval timeout{20, 0};
+  ::setsockopt(socket.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  ::setsockopt(socket.fd(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  if (::connect(socket.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    ADD_FAILURE() << "connect to 127.0.0.1:" << port << " failed";
+    socket.Close();
+  }
+  return socket;
+}
+
+struct RawResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string raw;
+
+  std::string Header(const std::string& lower_name) const {
+    const auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+RawResponse ParseResponse(std::string raw) {
+  RawResponse response;
+  response.raw = std::move(raw);
+  const auto end_of_head = response.raw.find("\r\n\r\n");
+  if (end_of_head == std::string::npos) return response;
+  const std::string head = response.raw.substr(0, end_of_head);
+  response.body = response.raw.substr(end_of_head + 4);
+  std::size_t line_start = head.find("\r\n");
+  const std::string status_line = head.substr(0, line_start);
+  if (status_line.rfind("HTTP/1.", 0) == 0 && status_line.size() >= 12) {
+    response.status = std::stoi(status_line.substr(9, 3));
+  }
+  while (line_start != std::string::npos) {
+    line_start += 2;
+    const std::size_t line_end = head.find("\r\n", line_start);
+    const std::string line = head.substr(line_start, line_end - line_start);
+    const std::size_t colon = line.find(':');
+    if (colon != std::string::npos) {
+      std::string name = line.substr(0, colon);
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::string value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(' '));
+      response.headers[name] = value;
+    }
+    line_start = line_end;
+  }
+  return response;
+}
+
+// Reads until the server closes, or until the whole response is in by its
+// Content-Length (not for HEAD: there the test wants to see that nothing
+// follows the head).
+RawResponse Exchange(int port, const std::string& request) {
+  const bool head_request = request.rfind("HEAD ", 0) == 0;
+  Socket socket = Connect(port);
+  if (!socket.valid()) return {};
+  for (std::size_t sent = 0; sent < request.size();) {
+    const ssize_t n = ::send(socket.fd(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) {
+      ADD_FAILURE() << "send failed";
+      return {};
+    }
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string raw;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::recv(socket.fd(), buffer, sizeof(buffer), 0);
+    if (n < 0) {
+      ADD_FAILURE() << "recv failed or timed out after " << raw.size() << " bytes";
+      break;
+    }
+    if (n == 0) break;
+    raw.append(buffer, static_cast<std::size_t>(n));
+    const RawResponse so_far = ParseResponse(raw);
+    if (so_far.status == 0) continue;  // head not complete yet
+    const std::string length = so_far.Header("content-length");
+    if (!head_request && !length.empty() && so_far.body.size() >= std::stoul(length)) return so_far;
+  }
+  return ParseResponse(std::move(raw));
+}
+
+std::string GetRequest(const std::string& target, const std::string& method = "GET") {
+  return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+}
+
+// ---------------------------------------------------------------------------
+// HttpServer
+
+constexpr std::size_t kMaxBody = 64;
+
+std::map<std::string, HttpHandler> TestRoutes() {
+  std::map<std::string, HttpHandler> routes;
+  routes["/echo"] = [](const HttpRequest& request) {
+    return HttpResponse::Text(200, "method=" + request.method + " path=" + request.path + " query=" + request.query +
+                                       " x-test=" + request.Header("x-test") + " body=" + request.body);
+  };
+  routes["/created"] = [](const HttpRequest&) {
+    HttpResponse response;
+    response.status = 202;
+    response.content_type = "application/json";
+    response.headers.emplace_back("X-Extra", "yes");
+    response.body = R"({"id":"r-1"})";
+    return response;
+  };
+  routes["/throw"] = [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("handler bug"); };
+  routes["/tree/*"] = [](const HttpRequest& request) { return HttpResponse::Text(200, "tree " + request.path); };
+  routes["/tree/deep/*"] = [](const HttpRequest& request) { return HttpResponse::Text(200, "deep " + request.path); };
+  return routes;
+}
+
+// One server for the suite: stopping CivetWeb takes up to its 2 s poll
+// quantum, so a server per test would make the suite slow.
+class HttpServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    HttpServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    options.max_body_bytes = kMaxBody;
+    auto server = HttpServer::Start(options, TestRoutes());
+    ASSERT_TRUE(server.ok()) << server.error();
+    server_ = std::move(server).value().release();
+    const std::vector<int> ports = server_->Ports();
+    ASSERT_THAT(ports, SizeIs(1));
+    port_ = ports.front();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port_, 0) << "Ports() must resolve port 0 to the port actually bound";
+  }
+
+  static HttpServer* server_;
+  static int port_;
+};
+
+HttpServer* HttpServerTest::server_ = nullptr;
+int HttpServerTest::port_ = 0;
+
+TEST_F(HttpServerTest, PortZeroResolvesToABoundPort) {
+  EXPECT_GT(port_, 0);
+  EXPECT_LE(port_, 65535);
+  // The reported port is the one that answers.
+  EXPECT_EQ(Exchange(port_, GetRequest("/echo")).status, 200);
+}
+
+TEST_F(HttpServerTest, RouteSeesMethodPathQueryAndHeaders) {
+  const RawResponse response =
+      Exchange(port_, "GET /echo?a=1&b=2 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Test: abc\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "method=GET path=/echo query=a=1&b=2 x-test=abc body=\n");
+  EXPECT_EQ(response.Header("content-type"), "text/plain; charset=utf-8");
+  EXPECT_EQ(response.Header("content-length"), std::to_string(response.body.size()));
+  EXPECT_EQ(response.Header("connection"), "close");
+}
+
+TEST_F(HttpServerTest, PostBodyReachesTheHandler) {
+  const RawResponse response = Exchange(
+      port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 11\r\nConnection: close\r\n\r\nhello world");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.body, "method=POST path=/echo query= x-test= body=hello world\n");
+}
+
+TEST_F(HttpServerTest, HandlerStatusContentTypeAndHeadersAreSent) {
+  const RawResponse response = Exchange(port_, GetRequest("/created", "POST"));
+  EXPECT_EQ(response.status, 202);
+  EXPECT_EQ(response.Header("content-type"), "application/json");
+  EXPECT_EQ(response.Header("x-extra"), "yes");
+  EXPECT_EQ(response.body, R"({"id":"r-1"})");
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404) {
+  const RawResponse response = Exchange(port_, GetRequest("/no/such/path"));
+  EXPECT_EQ(response.status, 404);
+  EXPECT_THAT(response.body, HasSubstr("/no/such/path"));
+}
+
+TEST_F(HttpServerTest, RoutesMatchExactPathsOnly) {
+  EXPECT_EQ(Exchange(port_, GetRequest("/echo/more")).status, 404);
+  EXPECT_EQ(Exchange(port_, GetRequest("/ech")).status, 404);
+  EXPECT_EQ(Exchange(port_, GetRequest("/")).status, 404);
+}
+
+TEST_F(HttpServerTest, PrefixRoutesMatchLongerPathsAndTheLongestPrefixWins) {
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/r-1")).body, "tree /tree/r-1\n");
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/r-1/cancel")).body, "tree /tree/r-1/cancel\n");
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/deep/x")).body, "deep /tree/deep/x\n");
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree/")).status, 404);  // the prefix alone is not a match
+  EXPECT_EQ(Exchange(port_, GetRequest("/tree")).status, 404);
+  EXPECT_EQ(Exchange(port_, GetRequest("/treehouse/x")).status, 404);
+}
+
+TEST_F(HttpServerTest, HeadSendsHeadersWithoutBody) {
+  const RawResponse get = Exchange(port_, GetRequest("/created"));
+  const RawResponse head = Exchange(port_, GetRequest("/created", "HEAD"));
+  EXPECT_EQ(head.status, 202);
+  EXPECT_EQ(head.Header("content-type"), "application/json");
+  EXPECT_EQ(head.Header("content-length"), get.Header("content-length"));
+  EXPECT_EQ(head.Header("content-length"), "12");
+  // Nothing follows the head, not even after the server has closed.
+  const std::size_t end_of_head = head.raw.find("\r\n\r\n");
+  ASSERT_NE(end_of_head, std::string::npos);
+  EXPECT_THAT(head.body, IsEmpty());
+  EXPECT_EQ(head.raw.size(), end_of_head + 4);
+}
+
+TEST_F(HttpServerTest, ContentLengthAboveTheLimitIs413) {
+  // Headers only: the server must refuse on the announced length alone.
+  const RawResponse response =
+      Exchange(port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(response.status, 413);
+  EXPECT_THAT(response.body, Not(HasSubstr("method=")));
+}
+
+TEST_F(HttpServerTest, BodyAtTheLimitIsAccepted) {
+  const std::string body(kMaxBody, 'x');
+  const RawResponse response =
+      Exchange(port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\nConnection: close\r\n\r\n" + body);
+  EXPECT_EQ(response.status, 200);
+  EXPECT_THAT(response.body, HasSubstr(body));
+}
+
+TEST_F(HttpServerTest, ChunkedBodyAboveTheLimitIs413) {
+  const std::string chunk(2 * kMaxBody, 'y');
+  char size[16];
+  std::snprintf(size, sizeof(size), "%zx", chunk.size());
+  const RawResponse response = Exchange(
+      port_, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+                 std::string(size) + "\r\n" + chunk + "\r\n0\r\n\r\n");
+  EXPECT_EQ(response.status, 413);
+}
+
+TEST_F(HttpServerTest, ThrowingHandlerIs500AndTheServerKeepsServing) {
+  const RawResponse failed = Exchange(port_, GetRequest("/throw"));
+  EXPECT_EQ(failed.status, 500);
+  EXPECT_THAT(failed.body, Not(HasSubstr("handler bug")));  // no internals to clients
+  EXPECT_EQ(Exchange(port_, GetRequest("/echo")).status, 200);
+  EXPECT_EQ(Exchange(port_, GetRequest("/throw")).status, 500);
+  EXPECT_EQ(Exchange(port_, GetRequest("/echo")).status, 200);
+}
+
+TEST_F(HttpServerTest, IdleConnectionsDoNotStopAnotherRequest) {
+  std::vector<Socket> idle;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(Connect(port_));  // connected, nothing sent
+    ASSERT_TRUE(idle.back().valid());
+  }
+  const RawResponse response = Exchange(port_, GetRequest("/echo"));
+  EXPECT_EQ(response.status, 200);
+  EXPECT_THAT(response.body, HasSubstr("method=GET"));
+}
+
+TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsClearly) {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:" + std::to_string(port_);
+  const auto second = HttpServer::Start(options, TestRoutes());
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.error(), HasSubstr("cannot listen"));
+  EXPECT_THAT(second.error(), HasSubstr(options.listen_address));
+  // The first one is unaffected.
+  EXPECT_EQ(Exchange(port_, GetRequest("/echo")).status, 200);
+}
+
+TEST(HttpServerStartTest, RejectsABadListenAddressBeforeBinding) {
+  HttpServerOptions options;
+  options.listen_address = "example.com:80";
+  const auto server = HttpServer::Start(options, TestRoutes());
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.error(), HasSubstr("example.com:80"));
+}
+
+TEST(HttpServerStartTest, LocalhostListensOnLoopback) {
+  HttpServerOptions options;
+  options.listen_address = "localhost:0";
+  auto server = HttpServer::Start(options, TestRoutes());
+  ASSERT_TRUE(server.ok()) << server.error();
+  const std::vector<int> ports = (*server)->Ports();
+  ASSERT_THAT(ports, SizeIs(1));
+  EXPECT_EQ(Exchange(ports.front(), GetRequest("/echo")).status, 200);
+}
+
+}  // namespace
+}  // namespace hostperf::exporter
