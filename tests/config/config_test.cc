@@ -34,7 +34,9 @@ const probes::memory::MemoryProbeConfig& Memory(const Config& c) {
 }
 const probes::net::NetProbeConfig& Net(const Config& c) { return c.Settings<probes::net::NetProbeConfig>(); }
 
-const fs::path kExampleConfig = fs::path(HOSTPERF_SOURCE_DIR) / "config" / "hostperf.toml";
+// config/hostperf.toml and every probe's part, as cmake/ExampleConfig.cmake
+// assembles them.
+const fs::path kExampleConfig = HOSTPERF_EXAMPLE_CONFIG;
 
 void ExpectSameSchedule(const ProbeSchedule& a, const ProbeSchedule& b, const std::string& probe) {
   SCOPED_TRACE("probes." + probe);
