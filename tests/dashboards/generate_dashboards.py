@@ -7,7 +7,7 @@ is their source. Edit it, run it, commit both:
     tests/dashboards/generate_dashboards.py            # rewrite the JSON files
     tests/dashboards/generate_dashboards.py --check    # exit 1 if they differ (ctest runs this)
 
-Thresholds are DESIGN.md section 9, the same as dashboards/rules/hostperf-alerts.yml.
+Thresholds are docs/thresholds.md, the same as dashboards/rules/hostperf-alerts.yml.
 """
 import argparse
 import json
@@ -130,7 +130,7 @@ class Board:
                 "templating": {"list": variables}, "panels": self.panels}
 
 
-# --- thresholds (DESIGN.md section 9) --------------------------------------------
+# --- thresholds (docs/thresholds.md) --------------------------------------------
 LOW_LOAD = steps(GREEN, (100e-6, YELLOW), (200e-6, RED))
 THROTTLE = steps(GREEN, (2, RED))
 BASELINE = steps(GREEN, (1.2, RED))
@@ -149,7 +149,7 @@ UP = steps(RED, (1, GREEN))
 
 def overview():
     b = Board("hostperf-overview", "hostperf / Overview",
-              "Every host against every documented threshold (DESIGN.md section 9): red breaks the minimum, "
+              "Every host against every documented threshold (docs/thresholds.md): red breaks the minimum, "
               "yellow misses the recommendation.", ["hostperf"])
     b.row("Health")
     b.stat("Exporters up", "Scrape status of each hostperf_exporter (1 up, 0 down). Alert: HostperfExporterDown.",

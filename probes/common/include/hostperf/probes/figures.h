@@ -8,7 +8,7 @@
 
 namespace hostperf::probes {
 
-// A result against the documented thresholds (DESIGN.md section 9).
+// A result against the documented thresholds (docs/thresholds.md).
 enum class Verdict { kPass, kWarn, kFail, kInfo };  // kInfo: no threshold applies
 std::string_view ToString(Verdict verdict);
 
