@@ -1,6 +1,7 @@
 #include "hostperf/probes/probe.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace hostperf::probes {
 
@@ -67,6 +68,13 @@ Result<std::chrono::nanoseconds> ParseDurationOption(const nlohmann::json& value
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
   }
   return R::Error("expected a duration such as \"60s\" or a number of seconds, got " + std::string(value.type_name()));
+}
+
+int CommandExitCode(std::string_view command, const ProbeOutcome& outcome) {
+  if (outcome.status == ProbeOutcome::Status::kSuccess) return 0;
+  std::fprintf(stderr, "hostperf %.*s: %s: %s\n", static_cast<int>(command.size()), command.data(),
+               outcome.reason.c_str(), outcome.message.c_str());
+  return 1;
 }
 
 }  // namespace hostperf::probes

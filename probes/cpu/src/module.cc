@@ -41,11 +41,7 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
   } else if (!outcome.result.empty()) {
     std::fputs(FormatVcpuperfReport(outcome.result, quiet).c_str(), stdout);
   }
-  if (outcome.status != ProbeOutcome::Status::kSuccess) {
-    std::fprintf(stderr, "hostperf cpu: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
+  return CommandExitCode("cpu", outcome);
 }
 
 }  // namespace

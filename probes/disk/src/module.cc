@@ -65,11 +65,7 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
     if (ok) return 1;
   }
-  if (!ok) {
-    std::fprintf(stderr, "hostperf io: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
+  return CommandExitCode("io", outcome);
 }
 
 }  // namespace

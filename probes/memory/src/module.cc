@@ -32,11 +32,7 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
   } else if (!outcome.result.empty()) {
     std::fputs(FormatStreamReport(outcome.result).c_str(), stdout);
   }
-  if (outcome.status != ProbeOutcome::Status::kSuccess) {
-    std::fprintf(stderr, "hostperf memory: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
+  return CommandExitCode("memory", outcome);
 }
 
 }  // namespace

@@ -65,11 +65,7 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     return 1;
   }
   std::printf("JSON results available at: %s\n", file.c_str());
-  if (outcome.status != ProbeOutcome::Status::kSuccess) {
-    std::fprintf(stderr, "hostperf net: %s: %s\n", outcome.reason.c_str(), outcome.message.c_str());
-    return 1;
-  }
-  return 0;
+  return CommandExitCode("net", outcome);
 }
 
 Figure Rtt(std::string subject, double seconds) {

@@ -163,6 +163,10 @@ struct CommandContext {
   std::function<int(const std::string& message)> usage_error;
 };
 
+// A command's exit code after its run: 0, or 1 with "hostperf <command>:
+// <reason>: <message>" on stderr.
+int CommandExitCode(std::string_view command, const ProbeOutcome& outcome);
+
 // A probe's CLI command, the reference tool it reproduces.
 struct CliCommand {
   std::string_view name;   // "io": `hostperf io ...`
