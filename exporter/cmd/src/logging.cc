@@ -95,7 +95,7 @@ Result<LogFormat> ParseLogFormat(std::string_view text) {
   return Result<LogFormat>::Error("unknown log format \"" + std::string(text) + "\" (use logfmt or json)");
 }
 
-Result<bool> SetUpLogging(std::string_view level, LogFormat format) {
+Result<void> SetUpLogging(std::string_view level, LogFormat format) {
   spdlog::level::level_enum parsed;
   if (level == "debug") {
     parsed = spdlog::level::debug;
@@ -106,7 +106,7 @@ Result<bool> SetUpLogging(std::string_view level, LogFormat format) {
   } else if (level == "error") {
     parsed = spdlog::level::err;
   } else {
-    return Result<bool>::Error("unknown log level \"" + std::string(level) + "\" (use debug, info, warn or error)");
+    return Result<void>::Error("unknown log level \"" + std::string(level) + "\" (use debug, info, warn or error)");
   }
   auto logger = std::make_shared<spdlog::logger>("hostperf", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == LogFormat::kJson) {
@@ -117,7 +117,7 @@ Result<bool> SetUpLogging(std::string_view level, LogFormat format) {
   logger->set_level(parsed);
   logger->flush_on(spdlog::level::debug);
   spdlog::set_default_logger(std::move(logger));
-  return true;
+  return {};
 }
 
 }  // namespace hostperf::exporter

@@ -7,7 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "hostperf/cmd/flags.h"
 #include "hostperf/cmd/logging.h"
@@ -17,6 +21,10 @@
 #include "hostperf/probes/build_info.h"
 
 namespace {
+
+namespace config = hostperf::config;
+namespace exporter = hostperf::exporter;
+using hostperf::Result;
 
 constexpr const char* kUsage = R"(usage: hostperf_exporter [flags]
 
@@ -47,62 +55,62 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace hostperf;
+Result<exporter::ParsedFlags> ParseExporterFlags(int argc, char** argv) {
   const exporter::FlagSpec spec{
       {"config.file", "web.listen-address", "web.telemetry-path", "web.config.file", "log.level", "log.format"},
       {"config.check", "help", "version"}};
-  auto flags = exporter::ParseFlags(std::vector<std::string>(argv + 1, argv + argc), spec);
-  if (!flags) return Fail(flags.error());
-  if (flags->Has("help")) {
+  return exporter::ParseFlags(std::vector<std::string>(argv + 1, argv + argc), spec);
+}
+
+// --help and --version are answered before anything else is checked.
+std::optional<int> AnswerInfoFlags(const exporter::ParsedFlags& flags) {
+  if (flags.Has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (flags->Has("version")) {
+  if (flags.Has("version")) {
     PrintVersion();
     return 0;
   }
-  if (!flags->positional.empty()) return Fail("unexpected argument \"" + flags->positional.front() + "\" (see --help)");
+  return std::nullopt;
+}
 
-  auto format = exporter::ParseLogFormat(flags->Get("log.format").value_or("logfmt"));
-  if (!format) return Fail(format.error());
-  if (auto logging = exporter::SetUpLogging(flags->Get("log.level").value_or("info"), *format); !logging) {
-    return Fail(logging.error());
-  }
-  // Serving without the TLS or auth the operator asked for would be worse than not starting.
-  std::shared_ptr<exporter::WebSecurity> web_security;
-  if (auto path = flags->Get("web.config.file")) {
-    auto loaded = exporter::WebSecurity::Load(*path);
-    if (!loaded) return Fail(loaded.error());
-    web_security = std::move(loaded).value();
-  }
+Result<void> SetUpLoggingFromFlags(const exporter::ParsedFlags& flags) {
+  auto format = exporter::ParseLogFormat(flags.Get("log.format").value_or("logfmt"));
+  if (!format) return format.failure();
+  return exporter::SetUpLogging(flags.Get("log.level").value_or("info"), *format);
+}
 
+// --web.config.file; null when not given. Serving without the TLS or auth
+// the operator asked for would be worse than not starting, so a bad file is
+// an error.
+Result<std::shared_ptr<exporter::WebSecurity>> LoadWebSecurity(const exporter::ParsedFlags& flags) {
+  const auto path = flags.Get("web.config.file");
+  if (!path) return std::shared_ptr<exporter::WebSecurity>();
+  auto loaded = exporter::WebSecurity::Load(*path);
+  if (!loaded) return loaded.failure();
+  return std::shared_ptr<exporter::WebSecurity>(std::move(loaded).value());
+}
+
+Result<exporter::DaemonOptions> DaemonOptionsFromFlags(const exporter::ParsedFlags& flags,
+                                                       std::shared_ptr<exporter::WebSecurity> web_security) {
   exporter::DaemonOptions options;
-  if (auto path = flags->Get("config.file")) options.config_file = *path;
-  options.listen_address = flags->Get("web.listen-address").value_or(":9580");
-  options.telemetry_path = flags->Get("web.telemetry-path").value_or("/metrics");
-  options.web_security = web_security;
+  if (auto path = flags.Get("config.file")) options.config_file = *path;
+  options.listen_address = flags.Get("web.listen-address").value_or(":9580");
+  options.telemetry_path = flags.Get("web.telemetry-path").value_or("/metrics");
+  options.web_security = std::move(web_security);
   if (options.telemetry_path.empty() || options.telemetry_path.front() != '/' || options.telemetry_path == "/" ||
       options.telemetry_path.rfind("/-/", 0) == 0) {
-    return Fail("--web.telemetry-path must start with / and not clash with / or /-/: \"" + options.telemetry_path +
-                "\"");
+    return Result<exporter::DaemonOptions>::Error(
+        "--web.telemetry-path must start with / and not clash with / or /-/: \"" + options.telemetry_path + "\"");
   }
+  return options;
+}
 
-  auto loaded = options.config_file ? probes::LoadConfigFile(*options.config_file)
-                                    : Result<config::Config>(probes::DefaultConfig());
-  if (!loaded) {
-    std::fprintf(stderr, "%s\n", loaded.error().c_str());
-    return 1;
-  }
-  if (flags->Has("config.check")) {
-    std::printf("%s: config OK\n", loaded->source.c_str());
-    return 0;
-  }
-
-  // Signals go to one thread that turns them into calls; every other thread
-  // (HTTP workers, probes) inherits the blocked mask.
+// Blocks the signals the daemon handles in the calling thread, before any
+// other thread starts, so that every thread (HTTP workers, probes) inherits
+// the mask and only the signal thread receives them.
+sigset_t BlockHandledSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGHUP);
@@ -110,8 +118,34 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
 
-  auto daemon = exporter::Daemon::Create(options, std::make_shared<const config::Config>(std::move(loaded).value()),
+// SIGHUP reloads the config and the web config; SIGTERM and SIGINT stop the
+// daemon and end the thread.
+std::thread StartSignalThread(sigset_t signals, exporter::Daemon& daemon, exporter::WebSecurity* web_security) {
+  return std::thread([&daemon, web_security, signals] {
+    for (;;) {
+      int signo = 0;
+      if (sigwait(&signals, &signo) != 0) continue;
+      if (signo == SIGHUP) {
+        spdlog::info("SIGHUP: reloading config");
+        (void)daemon.Reload();
+        if (web_security) (void)web_security->Reload();
+        continue;
+      }
+      spdlog::info("{}: stopping", signo == SIGTERM ? "SIGTERM" : "SIGINT");
+      daemon.Shutdown();
+      return;
+    }
+  });
+}
+
+// Starts the daemon and serves until a signal stops it; the exit code.
+int Serve(exporter::DaemonOptions options, config::Config config) {
+  const sigset_t signals = BlockHandledSignals();
+  const std::shared_ptr<exporter::WebSecurity> web_security = options.web_security;
+  auto daemon = exporter::Daemon::Create(std::move(options), std::make_shared<const config::Config>(std::move(config)),
                                          exporter::MakeSystemdNotifier());
   if (!daemon) {
     spdlog::error("{}", daemon.error());
@@ -119,21 +153,7 @@ int main(int argc, char** argv) {
   }
   exporter::Daemon& d = *daemon.value();
   if (web_security) web_security->StartWatching(std::chrono::seconds(2));
-  std::thread signal_thread([&d, &web_security, signals] {
-    for (;;) {
-      int signo = 0;
-      if (sigwait(&signals, &signo) != 0) continue;
-      if (signo == SIGHUP) {
-        spdlog::info("SIGHUP: reloading config");
-        (void)d.Reload();
-        if (web_security) (void)web_security->Reload();
-        continue;
-      }
-      spdlog::info("{}: stopping", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-      d.Shutdown();
-      return;
-    }
-  });
+  std::thread signal_thread = StartSignalThread(signals, d, web_security.get());
   const int code = d.Run();
   if (code != 0) {
     // A probe ignored cancellation and still runs: do not wait on it.
@@ -145,4 +165,29 @@ int main(int argc, char** argv) {
   signal_thread.join();
   daemon.value().reset();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto flags = ParseExporterFlags(argc, argv);
+  if (!flags) return Fail(flags.error());
+  if (const auto answered = AnswerInfoFlags(*flags)) return *answered;
+  if (!flags->positional.empty()) return Fail("unexpected argument \"" + flags->positional.front() + "\" (see --help)");
+  if (auto logging = SetUpLoggingFromFlags(*flags); !logging) return Fail(logging.error());
+  auto web_security = LoadWebSecurity(*flags);
+  if (!web_security) return Fail(web_security.error());
+  auto options = DaemonOptionsFromFlags(*flags, std::move(web_security).value());
+  if (!options) return Fail(options.error());
+
+  auto loaded = exporter::LoadDaemonConfig(options->config_file);
+  if (!loaded) {
+    std::fprintf(stderr, "%s\n", loaded.error().c_str());
+    return 1;
+  }
+  if (flags->Has("config.check")) {
+    std::printf("%s: config OK\n", loaded->source.c_str());
+    return 0;
+  }
+  return Serve(std::move(options).value(), std::move(loaded).value());
 }

@@ -45,6 +45,10 @@ HttpResponse MethodNotAllowed(const char* allow) {
 
 std::unique_ptr<ServiceNotifier> MakeSystemdNotifier() { return std::make_unique<SystemdNotifier>(); }
 
+Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::path>& config_file) {
+  return config_file ? probes::LoadConfigFile(*config_file) : Result<config::Config>(probes::DefaultConfig());
+}
+
 Daemon::Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
                std::unique_ptr<ServiceNotifier> notifier)
     : options_(std::move(options)), notifier_(std::move(notifier)), config_(std::move(config)) {}
@@ -59,7 +63,7 @@ Daemon::~Daemon() {
 Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, std::shared_ptr<const config::Config> config,
                                                std::unique_ptr<ServiceNotifier> notifier) {
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(options), std::move(config), std::move(notifier)));
-  if (auto started = daemon->Start(); !started) return Result<std::unique_ptr<Daemon>>::Error(started.error());
+  if (auto started = daemon->Start(); !started) return started.failure();
   return Result<std::unique_ptr<Daemon>>(std::move(daemon));
 }
 
@@ -67,21 +71,34 @@ Result<std::optional<std::string>> Daemon::LoadApiToken(const config::Config& co
   using R = Result<std::optional<std::string>>;
   if (config.api.token_file.empty()) return R(std::nullopt);
   auto token = ReadApiToken(config.api.token_file);
-  if (!token) return R::Error(token.error());
+  if (!token) return token.failure();
   return R(std::optional<std::string>(std::move(token).value()));
 }
 
-Result<bool> Daemon::Start() {
+Result<void> Daemon::Start() {
   auto token = LoadApiToken(*config_);
-  if (!token) return Result<bool>::Error(token.error());
+  if (!token) return token.failure();
+  if (auto created = CreateStateDirectory(); !created) return created;
+  RegisterMetrics();
+  StartProbes();
+  StartScheduler();
+  StartRuns(std::move(token).value());
+  return StartHttp();
+}
+
+Result<void> Daemon::CreateStateDirectory() {
   state_directory_ = config::ResolveStateDirectory(*config_);
   std::error_code ec;
   std::filesystem::create_directories(state_directory_, ec);
   if (ec) {
-    return Result<bool>::Error("cannot create state directory " + state_directory_.string() + ": " + ec.message());
+    return Result<void>::Error("io_error",
+                               "cannot create state directory " + state_directory_.string() + ": " + ec.message());
   }
   spdlog::info("state directory {}", state_directory_.string());
+  return {};
+}
 
+void Daemon::RegisterMetrics() {
   registry_ = std::make_shared<prometheus::Registry>();
   framework_metrics_ = std::make_unique<FrameworkMetrics>(*registry_);
   prometheus::BuildGauge()
@@ -107,24 +124,31 @@ Result<bool> Daemon::Start() {
                            .Add({});
   reload_successful_->Set(1);
   reload_timestamp_->Set(clock_.UnixSeconds());
+}
 
+void Daemon::StartProbes() {
   probes::ProbeDeps deps;
   deps.registry = registry_.get();
   deps.roots = options_.roots;
   deps.state_directory = state_directory_;
-  std::vector<probes::Probe*> scheduled;
   for (const probes::ProbeModule* module : probes::AllProbes()) {
     probes_.push_back(module->create(deps));
     probes_.back()->StartServices(config_->Section(module->name));
-    scheduled.push_back(probes_.back().get());
   }
+}
+
+void Daemon::StartScheduler() {
+  std::vector<probes::Probe*> scheduled;
+  for (const auto& probe : probes_) scheduled.push_back(probe.get());
   ImpactGateOptions gate_options;
   gate_options.proc_root = options_.roots.proc;
   impact_gate_ = std::make_unique<ImpactGate>(clock_, std::move(gate_options), *registry_);
   scheduler_ = std::make_unique<Scheduler>(std::move(scheduled), clock_, *framework_metrics_, std::random_device{}(),
                                            impact_gate_.get());
   scheduler_->ApplyConfig(config_);
+}
 
+void Daemon::StartRuns(std::optional<std::string> token) {
   RunManagerHooks hooks;
   hooks.pause_scheduler = [this] { scheduler_->Pause(); };
   hooks.resume_scheduler = [this] { scheduler_->Resume(); };
@@ -139,9 +163,11 @@ Result<bool> Daemon::Start() {
   run_manager_ =
       std::make_unique<RunManager>(std::move(full_run_probes), clock_, std::move(hooks), std::move(run_options));
   run_api_ = std::make_unique<RunApi>(*run_manager_);
-  run_api_->SetToken(std::move(token).value());
+  run_api_->SetToken(std::move(token));
   spdlog::info("run API {}", run_api_->enabled() ? "enabled" : "disabled (api.token_file is not set)");
+}
 
+std::map<std::string, HttpHandler> Daemon::Routes() {
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       registry_, std::make_shared<ProcessCollector>(options_.roots),
       std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15)), run_manager_->Metrics()};
@@ -157,17 +183,20 @@ Result<bool> Daemon::Start() {
   const auto run_api = [this](const HttpRequest& request) { return run_api_->Handle(request); };
   routes[std::string(kRunsPath)] = run_api;
   routes[std::string(kRunsPath) + "/*"] = run_api;
+  return routes;
+}
 
+Result<void> Daemon::StartHttp() {
   HttpServerOptions http;
   http.listen_address = options_.listen_address;
   http.guard = options_.web_security;
-  auto server = HttpServer::Start(http, std::move(routes));
-  if (!server) return Result<bool>::Error(server.error());
+  auto server = HttpServer::Start(http, Routes());
+  if (!server) return server.failure();
   server_ = std::move(server).value();
   std::string ports;
   for (int port : server_->Ports()) ports += (ports.empty() ? "" : ",") + std::to_string(port);
   spdlog::info("listening on {} (port {}), metrics at {}", options_.listen_address, ports, options_.telemetry_path);
-  return true;
+  return {};
 }
 
 int Daemon::Run() {
@@ -197,26 +226,15 @@ void Daemon::Shutdown() {
   scheduler_->RequestStop();
 }
 
-Result<bool> Daemon::Reload() {
+Result<void> Daemon::Reload() {
   std::lock_guard reload_lock(reload_mu_);
   notifier_->Notify("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(MonotonicMicros()));
-  auto loaded = options_.config_file ? probes::LoadConfigFile(*options_.config_file)
-                                     : Result<config::Config>(probes::DefaultConfig());
-  if (!loaded) {
-    reload_successful_->Set(0);
-    spdlog::error("config reload failed, keeping the running config: {}", loaded.error());
-    notifier_->Notify("READY=1\nSTATUS=serving (last reload failed)");
-    return Result<bool>::Error(loaded.error());
-  }
+  auto loaded = LoadDaemonConfig(options_.config_file);
+  if (!loaded) return ReloadFailed("the running config", loaded.error());
   auto next = std::make_shared<const config::Config>(std::move(loaded).value());
   // The token file is part of the config: unreadable keeps the old config and token.
   auto token = LoadApiToken(*next);
-  if (!token) {
-    reload_successful_->Set(0);
-    spdlog::error("config reload failed, keeping the running config and API token: {}", token.error());
-    notifier_->Notify("READY=1\nSTATUS=serving (last reload failed)");
-    return Result<bool>::Error(token.error());
-  }
+  if (!token) return ReloadFailed("the running config and API token", token.error());
   if (config::ResolveStateDirectory(*next) != state_directory_) {
     spdlog::warn("state_directory changed; the new one takes effect at the next restart");
   }
@@ -232,7 +250,14 @@ Result<bool> Daemon::Reload() {
   reload_timestamp_->Set(clock_.UnixSeconds());
   spdlog::info("config reloaded from {}", next->source);
   notifier_->Notify("READY=1\nSTATUS=serving");
-  return true;
+  return {};
+}
+
+Failure Daemon::ReloadFailed(std::string_view kept, std::string message) {
+  reload_successful_->Set(0);
+  spdlog::error("config reload failed, keeping {}: {}", kept, message);
+  notifier_->Notify("READY=1\nSTATUS=serving (last reload failed)");
+  return Failure{"bad_config", std::move(message)};
 }
 
 HttpResponse Daemon::HandleLanding(const HttpRequest& request) const {

@@ -119,10 +119,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
                                                       std::map<std::string, HttpHandler> routes) {
   using R = Result<std::unique_ptr<HttpServer>>;
   auto ports = ToCivetwebPorts(options.listen_address);
-  if (!ports) return R::Error(ports.error());
+  if (!ports) return ports.failure();
   const bool tls = options.guard != nullptr && options.guard->tls_enabled();
   if (tls) {
-    if (auto prepared = options.guard->PrepareTls(); !prepared) return R::Error(prepared.error());
+    if (auto prepared = options.guard->PrepareTls(); !prepared) return prepared.failure();
     ports.value() += "s";
   }
   InitLibraryOnce();

@@ -83,9 +83,9 @@ Result<std::string> Scalar(const Errors& errors, const YAML::Node& node, const s
   return node.Scalar();
 }
 
-Result<bool> ParseTls(const Errors& errors, const YAML::Node& node, const std::filesystem::path& base,
+Result<void> ParseTls(const Errors& errors, const YAML::Node& node, const std::filesystem::path& base,
                       TlsServerConfig* tls) {
-  using R = Result<bool>;
+  using R = Result<void>;
   if (!node.IsMap()) return R::Error(errors.At(node, "tls_server_config must be a mapping"));
   bool have_min = false;
   for (const auto& entry : node) {
@@ -95,7 +95,7 @@ Result<bool> ParseTls(const Errors& errors, const YAML::Node& node, const std::f
       return R::Error(errors.At(entry.first, "tls_server_config." + key + " is not supported by hostperf_exporter"));
     }
     auto text = Scalar(errors, value, "tls_server_config." + key);
-    if (!text) return R::Error(text.error());
+    if (!text) return text.failure();
     const auto path = [&] { return text->empty() ? std::filesystem::path() : base / *text; };
     if (key == "cert_file") {
       tls->cert_file = path();
@@ -137,11 +137,11 @@ Result<bool> ParseTls(const Errors& errors, const YAML::Node& node, const std::f
                               "client_ca_file is set but client_auth_type is NoClientCert: set client_auth_type "
                               "(e.g. RequireAndVerifyClientCert) or remove client_ca_file"));
   }
-  return true;
+  return {};
 }
 
-Result<bool> ParseHttp(const Errors& errors, const YAML::Node& node, WebConfig* config) {
-  using R = Result<bool>;
+Result<void> ParseHttp(const Errors& errors, const YAML::Node& node, WebConfig* config) {
+  using R = Result<void>;
   if (!node.IsMap()) return R::Error(errors.At(node, "http_server_config must be a mapping"));
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
@@ -160,7 +160,7 @@ Result<bool> ParseHttp(const Errors& errors, const YAML::Node& node, WebConfig* 
                                                       "X-Frame-Options, X-XSS-Protection, Content-Security-Policy"));
         }
         auto text = Scalar(errors, header.second, "header " + name);
-        if (!text) return R::Error(text.error());
+        if (!text) return text.failure();
         if (text->find_first_of("\r\n") != std::string::npos || text->empty()) {
           return R::Error(errors.At(header.second, "header " + name + " needs a one-line, non-empty value"));
         }
@@ -170,12 +170,12 @@ Result<bool> ParseHttp(const Errors& errors, const YAML::Node& node, WebConfig* 
       return R::Error(errors.At(entry.first, "unknown key http_server_config." + key));
     }
   }
-  return true;
+  return {};
 }
 
-Result<bool> ParseUsers(const Errors& errors, const YAML::Node& node, WebConfig* config) {
-  using R = Result<bool>;
-  if (node.IsNull()) return true;
+Result<void> ParseUsers(const Errors& errors, const YAML::Node& node, WebConfig* config) {
+  using R = Result<void>;
+  if (node.IsNull()) return {};
   if (!node.IsMap()) return R::Error(errors.At(node, "basic_auth_users must be a mapping of user: bcrypt hash"));
   for (const auto& entry : node) {
     const std::string user = entry.first.Scalar();
@@ -183,7 +183,7 @@ Result<bool> ParseUsers(const Errors& errors, const YAML::Node& node, WebConfig*
       return R::Error(errors.At(entry.first, "basic_auth_users: user name \"" + user + "\" is empty or has a ':'"));
     }
     auto hash = Scalar(errors, entry.second, "the password hash of user " + user);
-    if (!hash) return R::Error(hash.error());
+    if (!hash) return hash.failure();
     if (!IsBcryptHash(*hash)) {
       return R::Error(errors.At(entry.second, "the password hash of user " + user +
                                                   " is not a bcrypt hash ($2y$<cost>$...; make one with "
@@ -191,7 +191,7 @@ Result<bool> ParseUsers(const Errors& errors, const YAML::Node& node, WebConfig*
     }
     config->basic_auth_users[user] = *hash;
   }
-  return true;
+  return {};
 }
 
 std::string OpenSslError() {
@@ -205,12 +205,12 @@ std::string OpenSslError() {
 }
 
 // Checked before OpenSSL so that a missing file reads as one.
-Result<bool> Readable(const std::string& source, const std::string& what, const std::filesystem::path& path) {
+Result<void> Readable(const std::string& source, const std::string& what, const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) {
-    return Result<bool>::Error(source + ": cannot read " + what + " " + path.string() + ": " + std::strerror(errno));
+    return Result<void>::Error(source + ": cannot read " + what + " " + path.string() + ": " + std::strerror(errno));
   }
-  return true;
+  return {};
 }
 
 int AcceptAnyCertificate(int /*preverify_ok*/, X509_STORE_CTX* /*store*/) { return 1; }
@@ -236,7 +236,7 @@ Result<WebConfig> ParseWebConfig(const std::string& text, const std::filesystem:
   try {
     for (const auto& entry : root) {
       const std::string key = entry.first.Scalar();
-      Result<bool> parsed = true;
+      Result<void> parsed;
       if (key == "tls_server_config") {
         config.tls.emplace();
         parsed = ParseTls(errors, entry.second, base, &*config.tls);
@@ -245,11 +245,11 @@ Result<WebConfig> ParseWebConfig(const std::string& text, const std::filesystem:
       } else if (key == "basic_auth_users") {
         parsed = ParseUsers(errors, entry.second, &config);
       } else {
-        parsed = Result<bool>::Error(errors.At(entry.first, "unknown key \"" + key +
+        parsed = Result<void>::Error(errors.At(entry.first, "unknown key \"" + key +
                                                                 "\"; expected tls_server_config, http_server_config, "
                                                                 "basic_auth_users"));
       }
-      if (!parsed) return Config::Error(parsed.error());
+      if (!parsed) return parsed.failure();
     }
   } catch (const std::exception& e) {
     // yaml-cpp throws on odd shapes (e.g. a mapping used as a key).
@@ -273,7 +273,7 @@ Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::str
                                    {"key_file", tls.key_file},
                                    {"client_ca_file", tls.client_ca_file}}) {
     if (path.empty()) continue;
-    if (auto readable = Readable(source, what, path); !readable) return R::Error(readable.error());
+    if (auto readable = Readable(source, what, path); !readable) return readable.failure();
   }
   ERR_clear_error();
   TlsContextPtr context(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);

@@ -65,14 +65,14 @@ std::string StatText(const std::filesystem::path& path) {
 
 }  // namespace
 
-Result<bool> LoadCivetwebTlsShims() {
+Result<void> LoadCivetwebTlsShims() {
   static std::once_flag once;
-  static std::string error;
+  static Result<void> loaded;
   std::call_once(once, [] {
     std::error_code ec;
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) {
-      error = "cannot locate the executable: " + ec.message();
+      loaded = Failure{"tls_unavailable", "cannot locate the executable: " + ec.message()};
       return;
     }
     const auto dir = exe.parent_path() / HOSTPERF_TLS_SHIM_RELDIR;
@@ -81,13 +81,13 @@ Result<bool> LoadCivetwebTlsShims() {
       const auto path = (dir / name).lexically_normal();
       if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {  // kept loaded for good
         const char* why = dlerror();
-        error = "TLS needs " + path.string() + " (installed with hostperf_exporter): " + (why ? why : "not loadable");
+        loaded = Failure{"tls_unavailable", "TLS needs " + path.string() +
+                                                " (installed with hostperf_exporter): " + (why ? why : "not loadable")};
         return;
       }
     }
   });
-  if (!error.empty()) return Result<bool>::Error(error);
-  return true;
+  return loaded;
 }
 
 std::string CredentialCache::Key(const std::string& user, const std::string& password, const std::string& hash) {
@@ -147,13 +147,13 @@ Result<std::shared_ptr<const WebSecurity::State>> WebSecurity::LoadState(const s
   // Stat first: a change while reading is seen by the next poll.
   const std::string file_stat = StatText(file);
   auto config = ReadWebConfig(file);
-  if (!config) return R::Error(config.error());
+  if (!config) return config.failure();
   auto state = std::make_shared<State>();
   state->config = std::move(config).value();
   state->fingerprint = Fingerprint(file, &state->config);
   if (state->config.tls) {
     auto context = BuildTlsContext(*state->config.tls, state->config.source);
-    if (!context) return R::Error(context.error());
+    if (!context) return context.failure();
     state->tls = std::move(context).value();
   }
   if (file_stat != StatText(file)) return R::Error(file.string() + ": changed while being read; try again");
@@ -163,7 +163,7 @@ Result<std::shared_ptr<const WebSecurity::State>> WebSecurity::LoadState(const s
 Result<std::unique_ptr<WebSecurity>> WebSecurity::Load(const std::filesystem::path& file) {
   using R = Result<std::unique_ptr<WebSecurity>>;
   auto state = LoadState(file);
-  if (!state) return R::Error(state.error());
+  if (!state) return state.failure();
   std::unique_ptr<WebSecurity> security(new WebSecurity(file));
   security->state_ = std::move(state).value();
   security->tls_enabled_ = security->state_->tls != nullptr;
@@ -223,27 +223,26 @@ std::vector<std::pair<std::string, std::string>> WebSecurity::ResponseHeaders() 
   return Current()->config.headers;
 }
 
-Result<bool> WebSecurity::PrepareTls() { return LoadCivetwebTlsShims(); }
+Result<void> WebSecurity::PrepareTls() { return LoadCivetwebTlsShims(); }
 
-Result<bool> WebSecurity::Reload() {
+Result<void> WebSecurity::Reload() {
   std::lock_guard reload_lock(reload_mu_);
   auto next = LoadState(file_);
   if (next && (*next)->config.tls.has_value() != tls_enabled_) {
-    next = Result<std::shared_ptr<const State>>::Error(
-        file_.string() + ": tls_server_config was " + (tls_enabled_ ? "removed" : "added") +
-        "; switching TLS on or off needs a restart of hostperf_exporter");
+    next = Failure{"needs_restart", file_.string() + ": tls_server_config was " + (tls_enabled_ ? "removed" : "added") +
+                                        "; switching TLS on or off needs a restart of hostperf_exporter"};
   }
   last_reload_ok_ = next.ok();
   if (!next) {
     spdlog::error("web config reload failed, keeping the running one: {}", next.error());
-    return Result<bool>::Error(next.error());
+    return next.failure();
   }
   {
     std::lock_guard lock(mu_);
     state_ = std::move(next).value();
   }
   spdlog::info("web config reloaded from {}", file_.string());
-  return true;
+  return {};
 }
 
 std::vector<prometheus::MetricFamily> WebSecurity::Collect() const {

@@ -29,13 +29,15 @@ std::string_view Trim(std::string_view text) {
 
 Result<std::string> ReadApiToken(const std::filesystem::path& path) {
   using R = Result<std::string>;
+  // The file is named by the config, so a bad one is a bad config.
+  constexpr const char* kReason = "bad_config";
   const auto text = probes::ReadWholeFile(path);
-  if (!text) return R::Error("api.token_file: cannot read \"" + path.string() + "\"");
+  if (!text) return R::Error(kReason, "api.token_file: cannot read \"" + path.string() + "\"");
   const std::string_view token = Trim(*text);
-  if (token.empty()) return R::Error("api.token_file: \"" + path.string() + "\" is empty");
+  if (token.empty()) return R::Error(kReason, "api.token_file: \"" + path.string() + "\" is empty");
   if (std::any_of(token.begin(), token.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
-    return R::Error("api.token_file: \"" + path.string() +
-                    "\" must hold one token without spaces or control characters");
+    return R::Error(
+        kReason, "api.token_file: \"" + path.string() + "\" must hold one token without spaces or control characters");
   }
   return R(std::string(token));
 }

@@ -411,103 +411,138 @@ void RunManager::Worker() {
   }
 }
 
-void RunManager::Execute(const std::string& id) {
-  std::vector<std::string> names;
+// What Execute() carries from one step to the next.
+struct RunManager::Execution {
+  std::string id;
+  std::vector<std::string> probes;
   std::map<std::string, std::shared_ptr<const probes::ProbeOptions>> options;
+  std::shared_ptr<const config::Config> config;
+  std::chrono::steady_clock::time_point started;
+  std::optional<std::string> failure;  // the first probe that did not succeed: "<probe>: <reason>"
+};
+
+void RunManager::Execute(const std::string& id) {
+  std::optional<Execution> run = MarkRunning(id);
+  if (!run) return;
+  spdlog::info("full run {} started; pausing scheduled runs", id);
+  CallHook(id, hooks_.pause_scheduler, "pausing the scheduler");
+  run->config = CurrentConfig();
+  run->started = clock_.Now();
+  for (std::size_t i = 0; i < run->probes.size() && !cancel_.load(); ++i) {
+    ShowProbeStarting(*run, i);
+    const auto probe_started = clock_.Now();
+    const probes::ProbeOutcome outcome = RunOneProbe(*run, i);
+    RecordOutcome(*run, i, outcome, Seconds(clock_.Now() - probe_started));
+  }
+  CallHook(id, hooks_.resume_scheduler, "resuming the scheduler");
+  spdlog::info("full run {} ended; scheduled runs resume", id);
+  Finish(*run);
+}
+
+std::optional<RunManager::Execution> RunManager::MarkRunning(const std::string& id) {
+  Execution execution;
+  execution.id = id;
   {
     std::lock_guard lock(mu_);
     json* run = FindLocked(id);
-    if (run == nullptr || run->value("state", "") != "queued") return;
+    if (run == nullptr || run->value("state", "") != "queued") return std::nullopt;
     (*run)["state"] = "running";
     (*run)["started_unix_seconds"] = clock_.UnixSeconds();
-    names = (*run)["probes"].get<std::vector<std::string>>();
-    options = std::move(active_options_);
+    execution.probes = (*run)["probes"].get<std::vector<std::string>>();
+    execution.options = std::move(active_options_);
     PersistLocked();
   }
   Flush();
-  spdlog::info("full run {} started; pausing scheduled runs", id);
+  return execution;
+}
+
+void RunManager::CallHook(const std::string& id, const std::function<void()>& hook, const char* what) {
+  if (!hook) return;
   // The hooks are the daemon's; a throwing one must not kill the thread.
-  const auto call_hook = [&id](const std::function<void()>& hook, const char* what) {
-    if (!hook) return;
-    try {
-      hook();
-    } catch (const std::exception& e) {
-      spdlog::error("full run {}: {} failed: {}", id, what, e.what());
-    }
-  };
-  call_hook(hooks_.pause_scheduler, "pausing the scheduler");
+  try {
+    hook();
+  } catch (const std::exception& e) {
+    spdlog::error("full run {}: {} failed: {}", id, what, e.what());
+  }
+}
+
+std::shared_ptr<const config::Config> RunManager::CurrentConfig() const {
   std::shared_ptr<const config::Config> config;
   if (hooks_.config) config = hooks_.config();
   if (!config) config = std::make_shared<const config::Config>(probes::DefaultConfig());
+  return config;
+}
 
-  const auto run_started = clock_.Now();
-  std::string failure;
-  for (std::size_t i = 0; i < names.size() && !cancel_.load(); ++i) {
-    const std::string& name = names[i];
-    {
-      std::lock_guard lock(mu_);
-      if (json* run = FindLocked(id)) {
-        (*run)["progress"] = {{"probe", name},
-                              {"test", ""},
-                              {"probe_elapsed_seconds", 0.0},
-                              {"probe_remaining_seconds", nullptr},
-                              {"elapsed_seconds", Seconds(clock_.Now() - run_started)},
-                              {"probes_done", i},
-                              {"probes_total", names.size()}};
-      }
-    }
-    FullRunCallbacks callbacks;
-    callbacks.on_progress = [this, &id, run_started](const probes::Progress& progress) {
-      std::lock_guard lock(mu_);
-      json* run = FindLocked(id);
-      if (run == nullptr) return;
-      json& p = (*run)["progress"];
-      p["test"] = progress.current_test;
-      p["probe_elapsed_seconds"] = Seconds(progress.elapsed);
-      p["probe_remaining_seconds"] = Seconds(progress.remaining);
-      p["elapsed_seconds"] = Seconds(clock_.Now() - run_started);
-    };
-    const auto probe_started = clock_.Now();
-    probes::Probe* probe = FindProbe(name);
-    const probes::ProbeOutcome outcome = probe != nullptr
-                                             ? RunFullProbe(*probe, *config, options[name], &cancel_, callbacks)
-                                             : probes::ProbeOutcome::Failure("unknown_probe", "no probe named " + name);
-    const double took = Seconds(clock_.Now() - probe_started);
-    if (outcome.status != Status::kSuccess) {
-      spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), outcome.reason,
-                   outcome.message);
-      if (failure.empty()) failure = name + ": " + outcome.reason;
-    }
-    {
-      std::lock_guard lock(mu_);
-      json* run = FindLocked(id);
-      if (run == nullptr) continue;
-      (*run)["results"][name] = outcome.result;
-      (*run)["outcomes"][name] = {{"status", StatusName(outcome.status)},
-                                  {"reason", outcome.reason},
-                                  {"message", outcome.message},
-                                  {"duration_seconds", took},
-                                  {"finished_unix_seconds", clock_.UnixSeconds()}};
-      (*run)["progress"]["probes_done"] = i + 1;
-      (*run)["progress"]["elapsed_seconds"] = Seconds(clock_.Now() - run_started);
-      PersistLocked();
-    }
-    Flush();
+void RunManager::ShowProbeStarting(const Execution& execution, std::size_t index) {
+  std::lock_guard lock(mu_);
+  if (json* run = FindLocked(execution.id)) {
+    (*run)["progress"] = {{"probe", execution.probes[index]},
+                          {"test", ""},
+                          {"probe_elapsed_seconds", 0.0},
+                          {"probe_remaining_seconds", nullptr},
+                          {"elapsed_seconds", Seconds(clock_.Now() - execution.started)},
+                          {"probes_done", index},
+                          {"probes_total", execution.probes.size()}};
   }
-  call_hook(hooks_.resume_scheduler, "resuming the scheduler");
-  spdlog::info("full run {} ended; scheduled runs resume", id);
+}
 
+probes::ProbeOutcome RunManager::RunOneProbe(Execution& execution, std::size_t index) {
+  const std::string& id = execution.id;
+  const std::string& name = execution.probes[index];
+  const auto run_started = execution.started;
+  FullRunCallbacks callbacks;
+  callbacks.on_progress = [this, &id, run_started](const probes::Progress& progress) {
+    std::lock_guard lock(mu_);
+    json* run = FindLocked(id);
+    if (run == nullptr) return;
+    json& p = (*run)["progress"];
+    p["test"] = progress.current_test;
+    p["probe_elapsed_seconds"] = Seconds(progress.elapsed);
+    p["probe_remaining_seconds"] = Seconds(progress.remaining);
+    p["elapsed_seconds"] = Seconds(clock_.Now() - run_started);
+  };
+  probes::Probe* probe = FindProbe(name);
+  if (probe == nullptr) return probes::ProbeOutcome::Failure("unknown_probe", "no probe named " + name);
+  return RunFullProbe(*probe, *execution.config, execution.options[name], &cancel_, callbacks);
+}
+
+void RunManager::RecordOutcome(Execution& execution, std::size_t index, const probes::ProbeOutcome& outcome,
+                               double took) {
+  const std::string& id = execution.id;
+  const std::string& name = execution.probes[index];
+  if (outcome.status != Status::kSuccess) {
+    spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), outcome.reason, outcome.message);
+    if (!execution.failure) execution.failure = name + ": " + outcome.reason;
+  }
   {
     std::lock_guard lock(mu_);
     json* run = FindLocked(id);
+    if (run == nullptr) return;
+    (*run)["results"][name] = outcome.result;
+    (*run)["outcomes"][name] = {{"status", StatusName(outcome.status)},
+                                {"reason", outcome.reason},
+                                {"message", outcome.message},
+                                {"duration_seconds", took},
+                                {"finished_unix_seconds", clock_.UnixSeconds()}};
+    (*run)["progress"]["probes_done"] = index + 1;
+    (*run)["progress"]["elapsed_seconds"] = Seconds(clock_.Now() - execution.started);
+    PersistLocked();
+  }
+  Flush();
+}
+
+void RunManager::Finish(const Execution& execution) {
+  {
+    std::lock_guard lock(mu_);
+    json* run = FindLocked(execution.id);
     if (run == nullptr) {
-      if (active_ && *active_ == id) active_.reset();
+      if (active_ && *active_ == execution.id) active_.reset();
     } else if (stop_ && cancel_.load()) {
       FinishLocked(*run, "failed", "interrupted");
     } else if (cancel_.load()) {
       FinishLocked(*run, "cancelled", "cancelled by request");
-    } else if (!failure.empty()) {
-      FinishLocked(*run, "failed", failure);
+    } else if (execution.failure) {
+      FinishLocked(*run, "failed", *execution.failure);
     } else {
       FinishLocked(*run, "succeeded", "");
     }

@@ -12,6 +12,6 @@ Result<LogFormat> ParseLogFormat(std::string_view text);
 
 // Installs the default spdlog logger writing to stderr as logfmt or JSON
 // lines. `level` is one of debug, info, warn, error; anything else is an error.
-Result<bool> SetUpLogging(std::string_view level, LogFormat format);
+Result<void> SetUpLogging(std::string_view level, LogFormat format);
 
 }  // namespace hostperf::exporter

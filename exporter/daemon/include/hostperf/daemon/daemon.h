@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,10 @@ struct DaemonOptions {
   std::shared_ptr<WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
 };
 
+// The config file's config, or the embedded defaults when there is none:
+// what the daemon starts with and what a reload reads.
+Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::path>& config_file);
+
 // Wires config, probes, scheduler and HTTP together.
 class Daemon {
  public:
@@ -56,15 +61,26 @@ class Daemon {
   int Run();
   // Safe from any thread (the signal thread, an HTTP worker).
   void Shutdown();
-  // Re-reads, validates and swaps the config; on error the old one stays.
-  Result<bool> Reload();
+  // Re-reads, validates and swaps the config; on error (reason bad_config)
+  // the old one stays.
+  Result<void> Reload();
 
   std::vector<int> Ports() const { return server_->Ports(); }
 
  private:
   Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
          std::unique_ptr<ServiceNotifier> notifier);
-  Result<bool> Start();
+  // The start-up steps, in order; each one uses what the ones before built.
+  Result<void> Start();
+  Result<void> CreateStateDirectory();
+  void RegisterMetrics();                            // registry, framework metrics, build info, reload gauges
+  void StartProbes();                                // every registered probe, with its services
+  void StartScheduler();                             // the impact gate and the scheduler
+  void StartRuns(std::optional<std::string> token);  // the run manager and the run API
+  std::map<std::string, HttpHandler> Routes();
+  Result<void> StartHttp();
+  // Records a failed reload (gauge, log, service status); `kept` names what stays.
+  Failure ReloadFailed(std::string_view kept, std::string message);
   HttpResponse HandleLanding(const HttpRequest& request) const;
   HttpResponse HandleReload(const HttpRequest& request);
   // api.token_file of `config`: nullopt when unset (API disabled).

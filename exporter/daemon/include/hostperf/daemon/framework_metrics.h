@@ -13,8 +13,8 @@
 
 namespace hostperf::exporter {
 
-// hostperf_probe_* families (DESIGN.md §6). The framework, not the probe,
-// times runs and records success, failures and skips.
+// hostperf_probe_* families (docs/metrics.md, "Framework"). The framework,
+// not the probe, times runs and records success, failures and skips.
 class FrameworkMetrics {
  public:
   explicit FrameworkMetrics(prometheus::Registry& registry);

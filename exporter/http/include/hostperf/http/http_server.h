@@ -54,7 +54,7 @@ class RequestGuard {
   virtual bool tls_enabled() const = 0;
   // TLS only: readies CivetWeb for TLS, once per process, before the server
   // listens. An error stops HttpServer::Start.
-  virtual Result<bool> PrepareTls() = 0;
+  virtual Result<void> PrepareTls() = 0;
   // TLS only: the SSL_CTX (as void*) that CivetWeb accepts with. Owned by
   // the guard, which outlives the server; CivetWeb neither builds nor frees it.
   virtual void* AcceptContext() const = 0;

@@ -28,7 +28,7 @@ namespace hostperf::exporter {
 // Makes Debian's CivetWeb able to start TLS (see tls_shim/openssl_shim.cc):
 // loads the shims from <executable dir>/HOSTPERF_TLS_SHIM_RELDIR once. Call
 // before starting a TLS listener.
-Result<bool> LoadCivetwebTlsShims();
+Result<void> LoadCivetwebTlsShims();
 
 // Remembers (user, password, hash) triples that passed bcrypt, as SHA-256
 // digests, so that a scrape every few seconds does not pay bcrypt's
@@ -65,14 +65,14 @@ class WebSecurity final : public prometheus::Collectable, public RequestGuard {
   // socket changes), so a reload that would do so is refused.
   bool tls_enabled() const override { return tls_enabled_; }
   // LoadCivetwebTlsShims().
-  Result<bool> PrepareTls() override;
+  Result<void> PrepareTls() override;
 
   // nullopt: the request may go on; else the 401 to send.
   std::optional<HttpResponse> Authorize(const HttpRequest& request) override;
   std::vector<std::pair<std::string, std::string>> ResponseHeaders() const override;
 
   // Re-reads the file (and the TLS files it names) and swaps the config.
-  Result<bool> Reload();
+  Result<void> Reload();
   // Reload() when the file or a TLS file it names changes (inode, size,
   // modification time), checked every `period` on a thread of its own.
   void StartWatching(std::chrono::milliseconds period);

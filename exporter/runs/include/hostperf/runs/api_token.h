@@ -10,7 +10,7 @@ namespace hostperf::exporter {
 
 // Reads api.token_file: the bearer token is the file's content without
 // surrounding whitespace. Unreadable, empty or containing whitespace or
-// control characters inside: an error naming the file.
+// control characters inside: an error naming the file (reason bad_config).
 Result<std::string> ReadApiToken(const std::filesystem::path& path);
 
 // True if `given` equals `expected`, in time independent of where they

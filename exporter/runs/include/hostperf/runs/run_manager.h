@@ -90,8 +90,24 @@ class RunManager {
  private:
   class Collector;
 
+  struct Execution;
+
   void Worker();
-  void Execute(const std::string& id);  // runs on the worker thread
+  // One full run, on the worker thread: mark it running, pause the
+  // scheduler, run each probe and record its outcome, resume, finish. Each
+  // step updates the run under mu_ and writes the history after releasing it.
+  void Execute(const std::string& id);
+  // nullopt when the run is no longer queued (cancelled meanwhile).
+  std::optional<Execution> MarkRunning(const std::string& id);
+  static void CallHook(const std::string& id, const std::function<void()>& hook, const char* what);
+  std::shared_ptr<const config::Config> CurrentConfig() const;
+  // Resets the run's progress to the start of probe `index`.
+  void ShowProbeStarting(const Execution& execution, std::size_t index);
+  // Runs probe `index` of the run, keeping the run's progress current.
+  probes::ProbeOutcome RunOneProbe(Execution& execution, std::size_t index);
+  void RecordOutcome(Execution& execution, std::size_t index, const probes::ProbeOutcome& outcome, double took);
+  // The final state: interrupted, cancelled, failed (the first failure) or succeeded.
+  void Finish(const Execution& execution);
   nlohmann::json* FindLocked(std::string_view id);
   const nlohmann::json* FindLocked(std::string_view id) const;
   probes::Probe* FindProbe(std::string_view name) const;
