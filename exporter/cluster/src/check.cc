@@ -12,7 +12,10 @@
 #include <vector>
 
 #include "hostperf/config/units.h"
+#include "hostperf/probes/disk/results.h"
 #include "hostperf/probes/flags.h"
+#include "hostperf/probes/memory/results.h"
+#include "hostperf/probes/net/results.h"
 
 namespace hostperf::cluster {
 
@@ -384,43 +387,16 @@ std::string FormatCheckResult(const nlohmann::json& check, const FormatOptions& 
 }
 
 nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result) {
-  const json& kernels = Member(memory_result, "kernels");
-  if (!kernels.is_array()) return nullptr;
-  for (const json& kernel : kernels) {
-    if (Text(kernel, "kernel") != "copy") continue;
-    const auto rate = Number(kernel, "best_bytes_per_second");
-    if (!rate || *rate <= 0) return nullptr;
-    return {{"bytes_per_second", *rate}};
-  }
-  return nullptr;
+  const auto rate = probes::memory::ReadBestKernelRate(memory_result, "copy");
+  if (!rate || *rate <= 0) return nullptr;
+  return {{"bytes_per_second", *rate}};
 }
 
 nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result) {
-  struct Test {
-    const char* key;        // ours
-    const char* name;       // the disk probe's test name
-    const char* bytes_key;  // its byte counter
-  };
-  const json& sequential = Member(disk_result, "sequential");
-  const json& directories = Member(disk_result, "directories");
+  const probes::disk::SequentialThroughput throughput = probes::disk::ReadSequentialThroughput(disk_result);
   json entry = json::object();
-  for (const Test& test : {Test{"write", "Write", "bytes_written"}, Test{"read", "Read", "bytes_read"}}) {
-    std::optional<double> bytes = Number(Member(sequential, test.key), "bytes");
-    std::optional<double> seconds = Number(Member(sequential, test.key), "seconds");
-    if (!bytes && directories.is_array()) {
-      for (const json& directory : directories) {
-        const json& tests = Member(directory, "tests");
-        if (!tests.is_array()) continue;
-        for (const json& result : tests) {
-          const auto test_bytes = Number(result, test.bytes_key);
-          const auto test_seconds = Number(result, "seconds");
-          if (Text(result, "test") != test.name || !test_bytes || !test_seconds) continue;
-          bytes = bytes.value_or(0) + *test_bytes;
-          seconds = seconds.value_or(0) + *test_seconds;
-        }
-      }
-    }
-    if (bytes && seconds && *seconds > 0) entry[test.key] = {{"bytes", *bytes}, {"seconds", *seconds}};
+  for (const auto& [key, figures] : {std::pair{"write", throughput.write}, std::pair{"read", throughput.read}}) {
+    if (figures) entry[key] = {{"bytes", figures->bytes}, {"seconds", figures->seconds}};
   }
   return entry.empty() ? json(nullptr) : entry;
 }
@@ -500,19 +476,14 @@ std::vector<NetworkRound> PlanNetworkRounds(std::size_t hosts, NetMode mode) {
 
 std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, const std::string& target,
                                             std::string* error) {
-  const json& rows = Member(Member(net_result, "tests"), "tcp-throughput");
-  if (rows.is_array()) {
-    for (const json& row : rows) {
-      if (Text(row, "node") != target) continue;
-      const auto bytes = Number(row, "bytes_received");
-      const auto seconds = Number(row, "duration_seconds");
-      if (Text(row, "outcome") != "ok") {
-        *error = "session " + Text(row, "outcome") + (Text(row, "error").empty() ? "" : ": " + Text(row, "error"));
-        return std::nullopt;
-      }
-      if (!bytes || !seconds || *seconds <= 0) break;
-      return *bytes / *seconds;
+  for (const probes::net::ThroughputRow& row : probes::net::ReadTcpThroughputRows(net_result)) {
+    if (row.node != target) continue;
+    if (row.outcome != "ok") {
+      *error = "session " + row.outcome + (row.error.empty() ? "" : ": " + row.error);
+      return std::nullopt;
     }
+    if (!row.bytes_received || !row.duration_seconds || *row.duration_seconds <= 0) break;
+    return *row.bytes_received / *row.duration_seconds;
   }
   *error = "the net result has no tcp-throughput row for " + target;
   return std::nullopt;
