@@ -183,6 +183,14 @@ TEST(ParseMemoryCommandTest, Flags) {
   }
 }
 
+TEST(ParseMemoryCommandTest, EqualsValuesAndAttachedShortValues) {
+  auto parsed = ParseMemoryCommand({"--array-size=20000", "--ntimes=5", "-t2"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(ToJson(parsed->options), json({{"array_elements", 20000}, {"iterations", 5}, {"threads", 2}}));
+  EXPECT_FALSE(ParseMemoryCommand({"--json=yes"}).ok());
+  EXPECT_FALSE(ParseMemoryCommand({"extra"}).ok());
+}
+
 TEST(FormatStreamReportTest, StreamTable) {
   const json result = {
       {"threads", 2},

@@ -12,6 +12,10 @@
 #include <vector>
 
 #include "hostperf/config/units.h"
+#include "hostperf/probes/disk/results.h"
+#include "hostperf/probes/flags.h"
+#include "hostperf/probes/memory/results.h"
+#include "hostperf/probes/net/results.h"
 
 namespace hostperf::cluster {
 
@@ -186,13 +190,6 @@ std::string FormatNetwork(const json& network, const FormatOptions& options) {
   return out + FormatSummary(links);
 }
 
-Result<std::string> NextValue(const std::vector<std::string>& args, std::size_t* i, const std::string& flag) {
-  const std::string& arg = args[*i];
-  if (arg.size() > flag.size()) return arg.substr(flag.size());  // -d/data
-  if (*i + 1 >= args.size()) return Result<std::string>::Error("option " + flag + " needs a value");
-  return args[++*i];
-}
-
 Result<std::uint16_t> ParsePort(const std::string& text, const std::string& what) {
   unsigned port = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
@@ -292,72 +289,67 @@ Result<TestSelection> ParseTestSelection(std::string_view letters) {
 
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
+  // gpcheckperf's short options (valued ones also as -d/data), plus ours.
+  static constexpr probes::FlagSpec kFlags[] = {
+      probes::Switch("", "D"),      probes::Switch("", "vV"),      probes::Switch("help", "?"),
+      probes::Valued("duration"),   probes::Valued("api-port"),    probes::Valued("net-port"),
+      probes::Valued("token-file"), probes::Valued("stream-size"), probes::Valued("", "f"),
+      probes::Valued("", "S"),      probes::Valued("", "B"),       probes::Valued("", "d"),
+      probes::Valued("", "h"),      probes::Valued("", "r"),
+  };
+  auto parsed_flags = probes::ParseFlags(args, {kFlags});
+  if (!parsed_flags) return parsed_flags.failure();
+  if (!parsed_flags->positional.empty()) {
+    return R::Error("unknown option \"" + parsed_flags->positional.front() + "\"");
+  }
   CheckOptions options;
   std::string letters = "dsn";  // gpcheckperf's default
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const auto value_of = [&](const char* flag) { return NextValue(args, &i, flag); };
-    if (arg == "-D") {
+  for (const probes::FlagValue& flag : parsed_flags->flags) {
+    const std::string& value = flag.value;
+    if (flag.Is("D")) {
       options.per_host = true;
-    } else if (arg == "-v" || arg == "-V") {
+    } else if (flag.Is("vV")) {
       options.verbose = true;
-    } else if (arg == "--help" || arg == "-?") {
+    } else if (flag.Is("help")) {
       options.help = true;
-    } else if (arg == "--duration" || arg.starts_with("--duration=")) {
-      auto value = arg == "--duration" ? value_of("--duration") : Result<std::string>(arg.substr(11));
-      if (!value) return R::Error(value.error());
+    } else if (flag.Is("duration")) {
       // gpcheckperf's netperf length; our disk test (vioperf-style) is
       // time-bounded too, so it takes the same limit.
-      const auto duration = config::ParseDuration(*value);
+      const auto duration = config::ParseDuration(value);
       if (!duration || duration->count() <= 0) {
-        return R::Error("--duration: \"" + *value + "\" is not a duration like 15s or 2m");
+        return R::Error("--duration: \"" + value + "\" is not a duration like 15s or 2m");
       }
       options.net_seconds = std::chrono::duration<double>(*duration).count();
-      options.disk_options["duration"] = *value;
-    } else if (arg == "--api-port" || arg == "--net-port") {
-      auto value = value_of(arg.c_str());
-      if (!value) return R::Error(value.error());
-      auto port = ParsePort(*value, arg);
+      options.disk_options["duration"] = value;
+    } else if (flag.Is("api-port") || flag.Is("net-port")) {
+      auto port = ParsePort(value, flag.spelled);
       if (!port) return R::Error(port.error());
-      (arg == "--api-port" ? options.api_port : options.net_port) = *port;
-    } else if (arg == "--token-file") {
-      auto value = value_of("--token-file");
-      if (!value) return R::Error(value.error());
-      options.token_file = *value;
-    } else if (arg.starts_with("-f")) {
-      auto value = value_of("-f");
-      if (!value) return R::Error(value.error());
-      auto hosts = ReadHostFile(*value);
+      (flag.Is("api-port") ? options.api_port : options.net_port) = *port;
+    } else if (flag.Is("token-file")) {
+      options.token_file = value;
+    } else if (flag.Is("f")) {
+      auto hosts = ReadHostFile(value);
       if (!hosts) return R::Error(hosts.error());
       options.hosts.insert(options.hosts.end(), hosts->begin(), hosts->end());
-    } else if (arg == "--stream-size") {
-      auto value = value_of("--stream-size");
-      if (!value) return R::Error(value.error());
+    } else if (flag.Is("stream-size")) {
       std::uint64_t elements = 0;
-      const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), elements);
-      if (ec != std::errc() || end != value->data() + value->size() || value->empty()) {
-        return R::Error("--stream-size: \"" + *value + "\" is not a number of elements");
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), elements);
+      if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+        return R::Error("--stream-size: \"" + value + "\" is not a number of elements");
       }
       options.memory_options["array_elements"] = elements;
-    } else if (arg.starts_with("-S") || arg.starts_with("-B")) {
-      const std::string flag = arg.substr(0, 2);
-      auto value = value_of(flag.c_str());
-      if (!value) return R::Error(value.error());
-      options.disk_options[flag == "-S" ? "data_size" : "max_buffer_size"] = *value;
-    } else if (arg.starts_with("-d") || arg.starts_with("-h") || arg.starts_with("-r")) {
-      const std::string flag = arg.substr(0, 2);
-      auto value = value_of(flag.c_str());
-      if (!value) return R::Error(value.error());
-      if (value->empty()) return R::Error("option " + flag + " needs a non-empty value");
-      if (flag == "-d") {
-        options.directories.push_back(*value);
-      } else if (flag == "-h") {
-        options.hosts.push_back(*value);
-      } else {
-        letters = *value;
-      }
+    } else if (flag.Is("S") || flag.Is("B")) {
+      options.disk_options[flag.Is("S") ? "data_size" : "max_buffer_size"] = value;
     } else {
-      return R::Error("unknown option \"" + arg + "\"");
+      // -d, -h and -r.
+      if (value.empty()) return R::Error("option " + flag.spelled + " needs a non-empty value");
+      if (flag.Is("d")) {
+        options.directories.push_back(value);
+      } else if (flag.Is("h")) {
+        options.hosts.push_back(value);
+      } else {
+        letters = value;
+      }
     }
   }
   auto tests = ParseTestSelection(letters);
@@ -395,43 +387,16 @@ std::string FormatCheckResult(const nlohmann::json& check, const FormatOptions& 
 }
 
 nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result) {
-  const json& kernels = Member(memory_result, "kernels");
-  if (!kernels.is_array()) return nullptr;
-  for (const json& kernel : kernels) {
-    if (Text(kernel, "kernel") != "copy") continue;
-    const auto rate = Number(kernel, "best_bytes_per_second");
-    if (!rate || *rate <= 0) return nullptr;
-    return {{"bytes_per_second", *rate}};
-  }
-  return nullptr;
+  const auto rate = probes::memory::ReadBestKernelRate(memory_result, "copy");
+  if (!rate || *rate <= 0) return nullptr;
+  return {{"bytes_per_second", *rate}};
 }
 
 nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result) {
-  struct Test {
-    const char* key;        // ours
-    const char* name;       // the disk probe's test name
-    const char* bytes_key;  // its byte counter
-  };
-  const json& sequential = Member(disk_result, "sequential");
-  const json& directories = Member(disk_result, "directories");
+  const probes::disk::SequentialThroughput throughput = probes::disk::ReadSequentialThroughput(disk_result);
   json entry = json::object();
-  for (const Test& test : {Test{"write", "Write", "bytes_written"}, Test{"read", "Read", "bytes_read"}}) {
-    std::optional<double> bytes = Number(Member(sequential, test.key), "bytes");
-    std::optional<double> seconds = Number(Member(sequential, test.key), "seconds");
-    if (!bytes && directories.is_array()) {
-      for (const json& directory : directories) {
-        const json& tests = Member(directory, "tests");
-        if (!tests.is_array()) continue;
-        for (const json& result : tests) {
-          const auto test_bytes = Number(result, test.bytes_key);
-          const auto test_seconds = Number(result, "seconds");
-          if (Text(result, "test") != test.name || !test_bytes || !test_seconds) continue;
-          bytes = bytes.value_or(0) + *test_bytes;
-          seconds = seconds.value_or(0) + *test_seconds;
-        }
-      }
-    }
-    if (bytes && seconds && *seconds > 0) entry[test.key] = {{"bytes", *bytes}, {"seconds", *seconds}};
+  for (const auto& [key, figures] : {std::pair{"write", throughput.write}, std::pair{"read", throughput.read}}) {
+    if (figures) entry[key] = {{"bytes", figures->bytes}, {"seconds", figures->seconds}};
   }
   return entry.empty() ? json(nullptr) : entry;
 }
@@ -511,19 +476,14 @@ std::vector<NetworkRound> PlanNetworkRounds(std::size_t hosts, NetMode mode) {
 
 std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, const std::string& target,
                                             std::string* error) {
-  const json& rows = Member(Member(net_result, "tests"), "tcp-throughput");
-  if (rows.is_array()) {
-    for (const json& row : rows) {
-      if (Text(row, "node") != target) continue;
-      const auto bytes = Number(row, "bytes_received");
-      const auto seconds = Number(row, "duration_seconds");
-      if (Text(row, "outcome") != "ok") {
-        *error = "session " + Text(row, "outcome") + (Text(row, "error").empty() ? "" : ": " + Text(row, "error"));
-        return std::nullopt;
-      }
-      if (!bytes || !seconds || *seconds <= 0) break;
-      return *bytes / *seconds;
+  for (const probes::net::ThroughputRow& row : probes::net::ReadTcpThroughputRows(net_result)) {
+    if (row.node != target) continue;
+    if (row.outcome != "ok") {
+      *error = "session " + row.outcome + (row.error.empty() ? "" : ": " + row.error);
+      return std::nullopt;
     }
+    if (!row.bytes_received || !row.duration_seconds || *row.duration_seconds <= 0) break;
+    return *row.bytes_received / *row.duration_seconds;
   }
   *error = "the net result has no tcp-throughput row for " + target;
   return std::nullopt;

@@ -17,6 +17,7 @@
 #include "hostperf/cmd/logging.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/build_info.h"
+#include "hostperf/probes/flags.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/runs/api_token.h"
 #include "hostperf/runs/full_run.h"
@@ -152,31 +153,31 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
 
 int main(int argc, char** argv) {
   using namespace hostperf;
-  std::vector<std::string> args(argv + 1, argv + argc);
+  static constexpr probes::FlagSpec kGlobalFlags[] = {
+      probes::Switch("help").Stopping(),
+      probes::Switch("version").Stopping(),
+      probes::Valued("config.file"),
+  };
+  // Global flags end at the command; the command parses the rest.
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = probes::ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true});
+  if (!parsed) return Usage(parsed.error());
   std::optional<std::filesystem::path> config_file;
-  std::size_t i = 0;
-  for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--help") {
+  for (const probes::FlagValue& flag : parsed->flags) {
+    if (flag.Is("help")) {
       std::fputs(Usage().c_str(), stdout);
       return 0;
     }
-    if (arg == "--version") {
+    if (flag.Is("version")) {
       std::printf("hostperf, version %s (revision: %s, %s %s, fingerprint %s)\n", build_info::kVersion,
                   build_info::kRevision, build_info::kCompiler, build_info::kCompilerVersion, build_info::kFingerprint);
       return 0;
     }
-    if (arg.rfind("--config.file=", 0) == 0) {
-      config_file = arg.substr(14);
-    } else if (arg == "--config.file" && i + 1 < args.size()) {
-      config_file = args[++i];
-    } else {
-      return Usage("unknown flag " + arg);
-    }
+    config_file = flag.value;
   }
-  if (i == args.size()) return Usage("no command given");
-  const std::string command = args[i];
-  const std::vector<std::string> rest(args.begin() + static_cast<long>(i) + 1, args.end());
+  if (parsed->positional.empty()) return Usage("no command given");
+  const std::string command = parsed->positional.front();
+  const std::vector<std::string> rest(parsed->positional.begin() + 1, parsed->positional.end());
 
   (void)exporter::SetUpLogging("warn", exporter::LogFormat::kLogfmt);
   if (!config_file && std::filesystem::exists("/etc/hostperf/hostperf.toml"))

@@ -1,10 +1,12 @@
 #include "hostperf/probes/disk/options.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 #include <string_view>
 
 #include "hostperf/config/units.h"
+#include "hostperf/probes/flags.h"
 
 namespace hostperf::probes::disk {
 namespace {
@@ -143,68 +145,35 @@ Result<std::shared_ptr<const ProbeOptions>> ParseDiskModuleOptions(const json& o
 
 Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
   using R = Result<IoCommand>;
+  // vioperf's options; the valued ones and the four switches are full-run
+  // options under the same name with '_' for '-'.
+  static constexpr FlagSpec kFlags[] = {
+      Switch("help", "h").Stopping(), Valued("duration"),        Valued("log-interval"),
+      Valued("thread-count"),         Valued("max-buffer-size"), Valued("data-size"),
+      Valued("files-per-thread"),     Switch("preserve-files"),  Switch("disable-crc"),
+      Switch("disable-direct-io"),    Switch("debug"),           Valued("log-file", "", "a file name"),
+      Switch("condense-log"),
+  };
+  auto parsed_flags = ParseFlags(args, {kFlags});
+  if (!parsed_flags) return parsed_flags.failure();
   IoCommand command;
   json options = json::object();
-  // vioperf's valued options and their JSON keys.
-  static const std::pair<std::string_view, std::string_view> kValued[] = {
-      {"--duration", "duration"},         {"--log-interval", "log_interval"},
-      {"--thread-count", "thread_count"}, {"--max-buffer-size", "max_buffer_size"},
-      {"--data-size", "data_size"},       {"--files-per-thread", "files_per_thread"},
-  };
-  static const std::pair<std::string_view, std::string_view> kFlags[] = {
-      {"--preserve-files", "preserve_files"},
-      {"--disable-crc", "disable_crc"},
-      {"--disable-direct-io", "disable_direct_io"},
-      {"--debug", "debug"},
-  };
-  bool only_dirs = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (only_dirs || arg.empty() || arg[0] != '-') {
-      options["directories"].push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      only_dirs = true;
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
+  for (const FlagValue& flag : parsed_flags->flags) {
+    if (flag.Is("help")) {
       command.help = true;
       return command;
-    }
-    const auto equals = arg.find('=');
-    const std::string name = arg.substr(0, equals);
-    // "--opt=value" or "--opt value".
-    const auto value = [&]() -> std::optional<std::string> {
-      if (equals != std::string::npos) return arg.substr(equals + 1);
-      if (i + 1 < args.size()) return args[++i];
-      return std::nullopt;
-    };
-    bool matched = false;
-    for (const auto& [flag, key] : kValued) {
-      if (name != flag) continue;
-      matched = true;
-      const auto text = value();
-      if (!text) return R::Error(std::string(flag) + " needs a value");
-      options[std::string(key)] = *text;
-    }
-    for (const auto& [flag, key] : kFlags) {
-      if (name != flag) continue;
-      matched = true;
-      if (equals != std::string::npos) return R::Error(std::string(flag) + " takes no value");
-      options[std::string(key)] = true;
-    }
-    if (name == "--log-file") {
-      matched = true;
-      const auto text = value();
-      if (!text || text->empty()) return R::Error("--log-file needs a file name");
-      command.log_file = *text;
-    } else if (name == "--condense-log") {
-      matched = true;
+    } else if (flag.Is("log-file")) {
+      if (flag.value.empty()) return R::Error("--log-file needs a file name");
+      command.log_file = flag.value;
+    } else if (flag.Is("condense-log")) {
       command.condense_log = true;
+    } else {
+      std::string key(flag.spec->name);
+      std::replace(key.begin(), key.end(), '-', '_');
+      options[key] = flag.spec->takes_value ? json(flag.value) : json(true);
     }
-    if (!matched) return R::Error("unknown option \"" + arg + "\"");
   }
+  for (const std::string& dir : parsed_flags->positional) options["directories"].push_back(dir);
   // Parsed now so that a typo fails before any file is written.
   auto parsed = ParseFullRunOptions(options);
   if (!parsed) return R::Error(parsed.error());

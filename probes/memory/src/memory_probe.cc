@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "hostperf/probes/flags.h"
 #include "hostperf/probes/host_facts.h"
 #include "hostperf/probes/memory/module.h"
 
@@ -244,32 +245,36 @@ nlohmann::json ToJson(const MemoryOptions& options) {
 
 Result<MemoryCommand> ParseMemoryCommand(const std::vector<std::string>& args) {
   using R = Result<MemoryCommand>;
+  static constexpr FlagSpec kFlags[] = {
+      Valued("array-size", "s", "a number"),
+      Valued("ntimes", "n", "a number"),
+      Valued("threads", "t", "a number"),
+      Switch("json"),
+      Switch("help", "h"),
+  };
+  auto parsed_flags = ParseFlags(args, {kFlags});
+  if (!parsed_flags) return parsed_flags.failure();
+  // STREAM takes no operands.
+  if (!parsed_flags->positional.empty()) {
+    return R::Error("unknown option \"" + parsed_flags->positional.front() + "\"");
+  }
   MemoryCommand command;
   json options = json::object();
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const char* key = nullptr;
-    if (arg == "-s" || arg == "--array-size") {
-      key = "array_elements";
-    } else if (arg == "-n" || arg == "--ntimes") {
-      key = "iterations";
-    } else if (arg == "-t" || arg == "--threads") {
-      key = "threads";
-    } else if (arg == "--json") {
+  for (const FlagValue& flag : parsed_flags->flags) {
+    if (flag.Is("json")) {
       command.json = true;
       continue;
-    } else if (arg == "-h" || arg == "--help") {
+    }
+    if (flag.Is("help")) {
       command.help = true;
       continue;
-    } else {
-      return R::Error("unknown option \"" + arg + "\"");
     }
-    if (i + 1 >= args.size()) return R::Error("option " + arg + " needs a number");
-    const std::string& text = args[++i];
+    const char* key = flag.Is("array-size") ? "array_elements" : flag.Is("ntimes") ? "iterations" : "threads";
+    const std::string& text = flag.value;
     std::uint64_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
-      return R::Error("option " + arg + ": \"" + text + "\" is not a positive integer");
+      return R::Error("option " + flag.spelled + ": \"" + text + "\" is not a positive integer");
     }
     options[key] = value;
   }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hostperf/probes/flags.h"
 #include "hostperf/probes/net/net_probe.h"
 
 namespace hostperf::probes::net {
@@ -56,75 +57,74 @@ std::optional<double> ParseNumber(const std::string& text) {
 }  // namespace
 
 Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
+  using R = Result<NetCommand>;
+  static constexpr FlagSpec kFlags[] = {
+      Switch("help", "h"),
+      Switch("condense"),
+      Switch("ignore-bad-hosts"),
+      Switch("list-tests"),
+      Valued("datarate", "", "a number"),
+      Valued("duration", "", "a number"),
+      Valued("hosts", "", "a list or a file"),
+      Valued("output-file", "", "a file name"),
+      Valued("ports", "", "a list of port numbers"),
+      Valued("log-level", "", "a level"),
+  };
+  auto parsed_flags = ParseFlags(args, {kFlags});
+  if (!parsed_flags) return parsed_flags.failure();
   NetCommand command;
   nlohmann::json options = nlohmann::json::object();
-  std::vector<std::string> tests;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const auto value = [&]() -> std::optional<std::string> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return args[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
+  for (const FlagValue& flag : parsed_flags->flags) {
+    const std::string& text = flag.value;
+    if (flag.Is("help")) {
       command.help = true;
-    } else if (arg == "--condense") {
+    } else if (flag.Is("condense")) {
       command.condense = true;
-    } else if (arg == "--ignore-bad-hosts") {
+    } else if (flag.Is("ignore-bad-hosts")) {
       options["ignore_bad_hosts"] = true;
-    } else if (arg == "--list-tests") {
+    } else if (flag.Is("list-tests")) {
       command.list_tests = true;
-    } else if (arg == "--datarate" || arg == "--duration") {
-      const auto text = value();
-      const auto number = text ? ParseNumber(*text) : std::nullopt;
-      if (!number) return Result<NetCommand>::Error(arg + " needs a number");
-      options[arg == "--datarate" ? "datarate" : "duration"] = *number;
-    } else if (arg == "--hosts") {
-      const auto text = value();
-      if (!text) return Result<NetCommand>::Error("--hosts needs a list or a file");
-      std::string list = *text;
+    } else if (flag.Is("datarate") || flag.Is("duration")) {
+      const auto number = ParseNumber(text);
+      if (!number) return R::Error(flag.spelled + " needs a number");
+      options[std::string(flag.spec->name)] = *number;
+    } else if (flag.Is("hosts")) {
+      std::string list = text;
       std::error_code ec;
-      if (std::filesystem::is_regular_file(*text, ec)) {
-        std::ifstream in(*text);
+      if (std::filesystem::is_regular_file(text, ec)) {
+        std::ifstream in(text);
         std::stringstream content;
         content << in.rdbuf();
         list = content.str();
       }
       const auto hosts = SplitList(list);
-      if (hosts.empty()) return Result<NetCommand>::Error("--hosts: no hosts in \"" + *text + "\"");
+      if (hosts.empty()) return R::Error("--hosts: no hosts in \"" + text + "\"");
       options["hosts"] = hosts;
-    } else if (arg == "--output-file") {
-      const auto text = value();
-      if (!text || text->empty()) return Result<NetCommand>::Error("--output-file needs a file name");
-      command.output_file = *text;
-    } else if (arg == "--ports") {
-      const auto text = value();
-      if (!text) return Result<NetCommand>::Error("--ports needs a list of port numbers");
+    } else if (flag.Is("output-file")) {
+      if (text.empty()) return R::Error("--output-file needs a file name");
+      command.output_file = text;
+    } else if (flag.Is("ports")) {
       nlohmann::json ports = nlohmann::json::array();
-      for (const auto& port : SplitList(*text)) {
+      for (const auto& port : SplitList(text)) {
         const auto number = ParseNumber(port);
         if (!number || *number < 1 || *number > 65535 || *number != static_cast<int>(*number)) {
-          return Result<NetCommand>::Error("--ports: bad port \"" + port + "\"");
+          return R::Error("--ports: bad port \"" + port + "\"");
         }
         ports.push_back(static_cast<int>(*number));
       }
       options["ports"] = ports;
-    } else if (arg == "--log-level") {
-      auto level = value();
-      if (!level) return Result<NetCommand>::Error("--log-level needs a level");
-      std::transform(level->begin(), level->end(), level->begin(), ::tolower);
-      if (*level != "info" && *level != "error" && *level != "debug" && *level != "warn") {
-        return Result<NetCommand>::Error("--log-level: expected INFO, ERROR, DEBUG or WARN");
+    } else if (flag.Is("log-level")) {
+      std::string level = text;
+      std::transform(level.begin(), level.end(), level.begin(), ::tolower);
+      if (level != "info" && level != "error" && level != "debug" && level != "warn") {
+        return R::Error("--log-level: expected INFO, ERROR, DEBUG or WARN");
       }
-      command.log_level = *level;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Result<NetCommand>::Error("unknown option \"" + arg + "\"");
-    } else {
-      tests.push_back(arg);
+      command.log_level = level;
     }
   }
-  if (!tests.empty()) options["tests"] = tests;
+  if (!parsed_flags->positional.empty()) options["tests"] = parsed_flags->positional;
   auto parsed = ParseNetOptions(options);
-  if (!parsed) return Result<NetCommand>::Error(parsed.error());
+  if (!parsed) return R::Error(parsed.error());
   command.options = std::move(parsed).value();
   return command;
 }

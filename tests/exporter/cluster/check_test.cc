@@ -115,6 +115,19 @@ TEST(ParseCheckArgsTest, Errors) {
   EXPECT_TRUE(ParseCheckArgs({"--help"})->help);
 }
 
+TEST(ParseCheckArgsTest, EqualsValuesForLongOptions) {
+  auto parsed = ParseCheckArgs({"-r", "sn", "-h", "a", "-h", "b", "--duration=2s", "--api-port=9200", "--net-port=7001",
+                                "--token-file=/etc/t", "--stream-size=5000000"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->net_seconds, 2);
+  EXPECT_EQ(parsed->api_port, 9200);
+  EXPECT_EQ(parsed->net_port, 7001);
+  EXPECT_EQ(parsed->token_file, "/etc/t");
+  EXPECT_EQ(parsed->memory_options, json({{"array_elements", 5000000}}));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--api-port="}).error(), HasSubstr("not a port number"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "-D=1"}).error(), HasSubstr("unknown option"));
+}
+
 TEST(FormatCheckResultTest, FieldReportBlock) {
   const json check = {{"hosts", FieldReportHosts()}, {"network", FieldReportNetwork("parallel")}};
   const std::string out = FormatCheckResult(check, {.per_host = true, .verbose = false});

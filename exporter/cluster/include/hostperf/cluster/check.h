@@ -90,15 +90,13 @@ std::string FormatCheckResult(const nlohmann::json& check, const FormatOptions& 
 // Building the input from probe results.
 //
 // memory probe result -> {"bytes_per_second": best copy rate} (gpcheckperf
-// reports STREAM's Copy line); null when the result has no copy kernel.
+// reports STREAM's Copy line; the memory probe's ReadBestKernelRate); null
+// when the result has no copy kernel.
 nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result);
 
 // disk probe result -> {"write": {...}, "read": {...}}: per test, the bytes
-// over all directories and the time they took. Reads
-// result["sequential"]["write"|"read"] = {"bytes", "seconds"} when the disk
-// probe provides it, else sums result["directories"][]["tests"][] entries
-// {"test": "Write"|"Read", "seconds", "bytes_written"|"bytes_read"} (the
-// directories run one after another). Null when neither is there.
+// over all directories and the time they took (the disk probe's
+// ReadSequentialThroughput). Null when neither test has figures.
 nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result);
 
 // Running the checks. `run_on` runs one probe's full mode on one host: the
