@@ -340,11 +340,11 @@ TEST_F(NetFaultTest, PeerAnsweringGarbageIsDownAndNeverBreaksTheProber) {
   // refused within its deadline, never accepted.
   const auto address = *net::ParseNumericAddress("127.0.0.1", ports[2]);
   for (int i = 0; i < 7; ++i) {
-    std::string error;
     const auto start = Clock::now();
-    EXPECT_FALSE(net::Hello(address, SharedSecret(), 1s, &error)) << "attempt " << i;
+    const auto hello = net::Hello(address, SharedSecret(), 1s);
+    EXPECT_FALSE(hello) << "attempt " << i;
     EXPECT_LT(Clock::now() - start, 3s) << "attempt " << i;
-    EXPECT_FALSE(error.empty());
+    EXPECT_FALSE(hello.error().empty());
   }
   net::ThroughputOptions throughput;
   throughput.duration = 100ms;
@@ -582,8 +582,8 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   // The responder holds at most max_connections (64) of them.
   EXPECT_LT(during_tcp.fds, before.fds + 64 + 16);
   // A genuine peer still gets a control connection while the junk is held.
-  std::string error;
-  EXPECT_TRUE(net::Hello(to, SharedSecret(), 2s, &error)) << error;
+  const auto hello = net::Hello(to, SharedSecret(), 2s);
+  EXPECT_TRUE(hello) << hello.error();
   // Connections that never say hello are closed within seconds.
   const auto until = Clock::now() + 10s;
   const auto all_closed = [&] {

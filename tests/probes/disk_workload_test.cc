@@ -36,10 +36,10 @@ struct Fixture {
   OpLatencies latencies;
 
   // Two threads, one file each of 4 blocks of 4 KiB (direct I/O).
-  std::optional<DiskError> Create(bool direct_io = true) {
+  std::optional<Failure> Create(bool direct_io = true) {
     auto opened = TestDirectory::Open(temp.path(), {});
-    if (!opened.ok()) return opened.error;
-    dir = std::move(*opened.value);
+    if (!opened.ok()) return opened.failure();
+    dir = std::move(*opened);
     WorkloadOptions options;
     options.threads = 2;
     options.block_size = std::max<std::size_t>(4096, dir->alignment());
@@ -47,13 +47,15 @@ struct Fixture {
     options.direct_io = direct_io;
     options.run_id = 42;
     auto created = Workload::Create(*dir, options);
-    if (!created.ok()) return created.error;
-    workload = std::move(*created.value);
+    if (!created.ok()) return created.failure();
+    workload = std::move(*created);
     return std::nullopt;
   }
 
-  std::optional<DiskError> Run(DiskTest test, TestCounters& counters) {
-    return workload->Run(test, std::chrono::steady_clock::now(), stop, counters, latencies, {});
+  std::optional<Failure> Run(DiskTest test, TestCounters& counters) {
+    auto ran = workload->Run(test, std::chrono::steady_clock::now(), stop, counters, latencies, {});
+    if (!ran.ok()) return ran.failure();
+    return std::nullopt;
   }
 };
 
@@ -184,7 +186,7 @@ TEST(DiskWorkloadTest, FullFileSystemIsNoSpaceAndLeavesNoFiles) {
     ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
   } unmount{temp.path().string()};
   {
-    auto dir = std::move(*TestDirectory::Open(temp.path(), {}).value);
+    auto dir = TestDirectory::Open(temp.path(), {}).value();
     WorkloadOptions options;
     options.block_size = 64 * 1024;
     options.file_size = 4 * 1024 * 1024;
@@ -192,14 +194,15 @@ TEST(DiskWorkloadTest, FullFileSystemIsNoSpaceAndLeavesNoFiles) {
     // The files are reserved at creation (fallocate), so a full file system
     // shows there already; where reserving is unsupported, in the Write test.
     auto created = Workload::Create(*dir, options);
-    std::optional<DiskError> error;
+    std::optional<Failure> error;
     if (!created.ok()) {
-      error = created.error;
+      error = created.failure();
     } else {
       std::atomic<bool> stop{false};
       TestCounters counters;
       OpLatencies latencies;
-      error = (*created.value)->Run(DiskTest::kWrite, std::chrono::steady_clock::now(), stop, counters, latencies, {});
+      auto ran = (*created)->Run(DiskTest::kWrite, std::chrono::steady_clock::now(), stop, counters, latencies, {});
+      if (!ran.ok()) error = ran.failure();
     }
     ASSERT_TRUE(error.has_value());
     EXPECT_EQ(error->reason, "no_space");
@@ -214,26 +217,26 @@ TEST(DiskScratchTest, DirectoryValidation) {
   TempDir temp;
   const auto missing = TestDirectory::Open(temp.path() / "nope", {});
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error.reason, "bad_directory");
-  EXPECT_NE(missing.error.message.find("does not exist"), std::string::npos);
+  EXPECT_EQ(missing.reason(), "bad_directory");
+  EXPECT_NE(missing.error().find("does not exist"), std::string::npos);
 
   std::ofstream(temp.path() / "file") << "x";
   const auto file = TestDirectory::Open(temp.path() / "file", {});
   ASSERT_FALSE(file.ok());
-  EXPECT_EQ(file.error.reason, "bad_directory");
-  EXPECT_NE(file.error.message.find("is not a directory"), std::string::npos);
+  EXPECT_EQ(file.reason(), "bad_directory");
+  EXPECT_NE(file.error().find("is not a directory"), std::string::npos);
 
-  EXPECT_EQ(TestDirectory::Open("", {}).error.reason, "bad_directory");
+  EXPECT_EQ(TestDirectory::Open("", {}).reason(), "bad_directory");
 
   if (::geteuid() != 0) {  // root writes anywhere
     fs::create_directory(temp.path() / "ro");
     fs::permissions(temp.path() / "ro", fs::perms::owner_read | fs::perms::owner_exec);
-    EXPECT_EQ(TestDirectory::Open(temp.path() / "ro", {}).error.reason, "permission_denied");
+    EXPECT_EQ(TestDirectory::Open(temp.path() / "ro", {}).reason(), "permission_denied");
   }
 
   const auto ok = TestDirectory::Open(temp.path(), {});
   ASSERT_TRUE(ok.ok());
-  const auto& dir = **ok.value;
+  const auto& dir = **ok;
   EXPECT_GE(dir.alignment(), 512u);
   EXPECT_EQ(dir.alignment() & (dir.alignment() - 1), 0u);  // a power of two
   EXPECT_GT(dir.FreeBytes(), 0u);
@@ -241,12 +244,12 @@ TEST(DiskScratchTest, DirectoryValidation) {
 
 TEST(DiskScratchTest, NeverOverwritesOrFollowsExistingNames) {
   TempDir temp;
-  const auto dir = std::move(*TestDirectory::Open(temp.path(), {}).value);
+  const auto dir = TestDirectory::Open(temp.path(), {}).value();
   const std::string name = ScratchName(1, 0);
   std::ofstream(temp.path() / name) << "someone else's data";
   const auto clash = ScratchFile::Create(*dir, name, false);
   ASSERT_FALSE(clash.ok());
-  EXPECT_NE(clash.error.message.find("File exists"), std::string::npos) << clash.error.message;
+  EXPECT_NE(clash.error().find("File exists"), std::string::npos) << clash.error();
   fs::create_symlink(temp.path() / "target", temp.path() / ScratchName(1, 1));
   EXPECT_FALSE(ScratchFile::Create(*dir, ScratchName(1, 1), false).ok());
   EXPECT_FALSE(fs::exists(temp.path() / "target"));
@@ -258,7 +261,7 @@ TEST(DiskScratchTest, NeverOverwritesOrFollowsExistingNames) {
 
 TEST(DiskScratchTest, RemovesOnlyCrashLeftovers) {
   TempDir temp;
-  const auto dir = std::move(*TestDirectory::Open(temp.path(), {}).value);
+  const auto dir = TestDirectory::Open(temp.path(), {}).value();
   // A pid that cannot be running (above pid_max).
   const std::string dead = "hostperf-disk-99999999-7-0.dat";
   std::vector<std::byte> block(4096);

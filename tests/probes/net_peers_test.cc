@@ -12,30 +12,28 @@ namespace hostperf::probes::net {
 namespace {
 
 TEST(NetPeerSpecTest, ParsesNamesAddressesAndPorts) {
-  std::string error;
-  EXPECT_EQ(*ParsePeerSpec("db1", 14159, &error), (PeerSpec{"db1", "db1", 14159}));
-  EXPECT_EQ(*ParsePeerSpec("db2:14160", 14159, &error), (PeerSpec{"db2:14160", "db2", 14160}));
-  EXPECT_EQ(*ParsePeerSpec("10.0.0.1", 1, &error), (PeerSpec{"10.0.0.1", "10.0.0.1", 1}));
-  EXPECT_EQ(*ParsePeerSpec("[fe80::1]:14159", 1, &error), (PeerSpec{"[fe80::1]:14159", "fe80::1", 14159}));
-  EXPECT_EQ(*ParsePeerSpec("[::1]", 9, &error), (PeerSpec{"[::1]", "::1", 9}));
-  EXPECT_EQ(*ParsePeerSpec("fe80::2", 9, &error), (PeerSpec{"fe80::2", "fe80::2", 9}));
+  EXPECT_EQ(*ParsePeerSpec("db1", 14159), (PeerSpec{"db1", "db1", 14159}));
+  EXPECT_EQ(*ParsePeerSpec("db2:14160", 14159), (PeerSpec{"db2:14160", "db2", 14160}));
+  EXPECT_EQ(*ParsePeerSpec("10.0.0.1", 1), (PeerSpec{"10.0.0.1", "10.0.0.1", 1}));
+  EXPECT_EQ(*ParsePeerSpec("[fe80::1]:14159", 1), (PeerSpec{"[fe80::1]:14159", "fe80::1", 14159}));
+  EXPECT_EQ(*ParsePeerSpec("[::1]", 9), (PeerSpec{"[::1]", "::1", 9}));
+  EXPECT_EQ(*ParsePeerSpec("fe80::2", 9), (PeerSpec{"fe80::2", "fe80::2", 9}));
   for (const char* bad : {"", "db:0", "db:70000", "db:x", "[::1", "[::1]x", "bad host", "a/b"}) {
-    error.clear();
-    EXPECT_FALSE(ParsePeerSpec(bad, 14159, &error)) << bad;
-    EXPECT_FALSE(error.empty()) << bad;
+    const auto parsed = ParsePeerSpec(bad, 14159);
+    EXPECT_FALSE(parsed) << bad;
+    EXPECT_FALSE(parsed.error().empty()) << bad;
   }
 }
 
 TEST(NetFileSdTest, ParsesJsonAndYaml) {
-  std::string error;
   const auto json =
-      ParseFileSd(R"([{"targets": ["a:1", "b"], "labels": {"dc": "x"}}, {"targets": ["c"]}])", "peers.json", &error);
-  ASSERT_TRUE(json) << error;
+      ParseFileSd(R"([{"targets": ["a:1", "b"], "labels": {"dc": "x"}}, {"targets": ["c"]}])", "peers.json");
+  ASSERT_TRUE(json) << json.error();
   EXPECT_EQ(*json, (std::vector<std::string>{"a:1", "b", "c"}));
-  const auto yaml = ParseFileSd("- targets: ['a:1', b]\n  labels: {dc: x}\n- targets:\n  - c\n", "peers.yml", &error);
-  ASSERT_TRUE(yaml) << error;
+  const auto yaml = ParseFileSd("- targets: ['a:1', b]\n  labels: {dc: x}\n- targets:\n  - c\n", "peers.yml");
+  ASSERT_TRUE(yaml) << yaml.error();
   EXPECT_EQ(*yaml, (std::vector<std::string>{"a:1", "b", "c"}));
-  const auto guessed = ParseFileSd("- targets: [z]\n", "peers", &error);
+  const auto guessed = ParseFileSd("- targets: [z]\n", "peers");
   ASSERT_TRUE(guessed);
   EXPECT_EQ(*guessed, std::vector<std::string>{"z"});
 }
@@ -49,9 +47,9 @@ TEST(NetFileSdTest, RejectsBadFiles) {
                                                         {"- targets: [a\n", "p.yaml"},
                                                         {"targets: [a]\n", "p.yaml"},
                                                         {"- targets: [[a]]\n", "p.yaml"}}) {
-    std::string error;
-    EXPECT_FALSE(ParseFileSd(content, name, &error)) << content;
-    EXPECT_FALSE(error.empty()) << content;
+    const auto parsed = ParseFileSd(content, name);
+    EXPECT_FALSE(parsed) << content;
+    EXPECT_FALSE(parsed.error().empty()) << content;
   }
 }
 
@@ -60,18 +58,20 @@ TEST(NetPeersFileTest, RereadsOnChangeAndKeepsLastGoodList) {
   const auto path = dir.path() / "peers.json";
   std::ofstream(path) << R"([{"targets": ["a"]}])";
   PeersFile file;
-  std::string error;
-  EXPECT_EQ(file.Targets(path, &error), std::vector<std::string>{"a"});
-  EXPECT_TRUE(error.empty());
+  auto refreshed = file.Refresh(path);
+  EXPECT_EQ(file.targets(), std::vector<std::string>{"a"});
+  EXPECT_TRUE(refreshed.error().empty());
   std::ofstream(path) << R"([{"targets": ["a", "b"]}])";  // a different size: re-read
-  EXPECT_EQ(file.Targets(path, &error), (std::vector<std::string>{"a", "b"}));
+  refreshed = file.Refresh(path);
+  EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
   std::ofstream(path) << "not json at all, and longer";
-  EXPECT_EQ(file.Targets(path, &error), (std::vector<std::string>{"a", "b"}));
-  EXPECT_NE(error.find("peers.json"), std::string::npos) << error;
-  error.clear();
+  refreshed = file.Refresh(path);
+  EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(refreshed.error().find("peers.json"), std::string::npos) << refreshed.error();
   std::filesystem::remove(path);
-  EXPECT_EQ(file.Targets(path, &error), (std::vector<std::string>{"a", "b"}));
-  EXPECT_FALSE(error.empty());
+  refreshed = file.Refresh(path);
+  EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(refreshed.error().empty());
 }
 
 // 1000 hosts each choose 8: every host probes exactly 8 others, each host is

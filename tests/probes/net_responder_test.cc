@@ -50,9 +50,10 @@ class NetResponderTest : public ::testing::Test {
     options.packets_per_second_per_source = rate_limit;
     options.observer = &observer_;
     options.realtime = [] { return RealtimeNs() + 1'000'000'000; };  // a responder clock 1 s ahead
-    std::string error;
-    responder_ = StartResponder(options, &error);
-    ASSERT_TRUE(responder_) << error;
+    auto started = StartResponder(options);
+    ASSERT_TRUE(started) << started.error();
+    responder_ = std::move(started).value();
+    ASSERT_TRUE(responder_);
     address_ = *ParseNumericAddress("127.0.0.1", responder_->Ports().front());
   }
 
@@ -274,18 +275,20 @@ TEST_F(NetResponderTest, SlotsClosedByTheClientAreFreeForItsNextHello) {
   for (int round = 0; round < 50; ++round) {
     const auto filled = ConnectionTest(address_, secret_, 4, 5s);
     ASSERT_EQ(filled.accepted, 4u) << "round " << round;
-    std::string error;
-    ASSERT_TRUE(Hello(address_, secret_, 2s, &error)) << "round " << round << ": " << error;
+    const auto hello = Hello(address_, secret_, 2s);
+    ASSERT_TRUE(hello) << "round " << round << ": " << hello.error();
   }
   EXPECT_EQ(observer_.Drops("connection_limit"), 0);
 }
 
 TEST_F(NetResponderTest, BadTcpInputClosesTheConnection) {
   Start();
-  std::string error;
-  EXPECT_TRUE(Hello(address_, secret_, 1s, &error)) << error;
-  EXPECT_FALSE(Hello(address_, Secret(32, 9), 1s, &error));
-  Fd fd = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s, &error);
+  const auto hello = Hello(address_, secret_, 1s);
+  EXPECT_TRUE(hello) << hello.error();
+  EXPECT_FALSE(Hello(address_, Secret(32, 9), 1s));
+  auto connected = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(connected) << connected.error();
+  Fd fd = std::move(connected).value();
   ASSERT_TRUE(fd.valid());
   const std::vector<std::uint8_t> junk(200, 0xab);
   ASSERT_TRUE(WriteAll(fd.get(), junk.data(), junk.size(), std::chrono::steady_clock::now() + 1s));
@@ -299,13 +302,15 @@ TEST_F(NetResponderTest, SilentConnectionsMakeRoomForAHello) {
   Start(/*max_connections=*/3);
   // Every slot taken by a connection that never says hello.
   std::vector<Fd> silent;
-  std::string error;
   for (int i = 0; i < 3; ++i) {
-    silent.push_back(ConnectTcp(address_, std::chrono::steady_clock::now() + 1s, &error));
-    ASSERT_TRUE(silent.back().valid()) << error;
+    auto connected = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+    ASSERT_TRUE(connected) << connected.error();
+    silent.push_back(std::move(connected).value());
+    ASSERT_TRUE(silent.back().valid());
   }
   std::this_thread::sleep_for(200ms);  // all accepted
-  EXPECT_TRUE(Hello(address_, secret_, 1s, &error)) << error;
+  const auto hello = Hello(address_, secret_, 1s);
+  EXPECT_TRUE(hello) << hello.error();
   EXPECT_EQ(DropsOnceAtLeast("connection_limit", 1), 1);
   // Exactly one silent connection was closed to make room.
   int closed = 0;

@@ -312,115 +312,167 @@ class DiskProbe final : public Probe {
         {"directories", json::array()},
         {"rows", json::array()},
     };
-    std::optional<DiskError> failure;
-    std::optional<DiskError> skip;
+    std::optional<Failure> failure;
+    std::optional<Failure> skip;
     std::size_t ran = 0;
-    const std::size_t tests_total = kAllTests.size() * plan.directories.size();
-    std::size_t tests_done = 0;
+    TimeShare share{end, kAllTests.size() * plan.directories.size()};
     for (const auto& path : plan.directories) {
       json dir_json = {{"directory", path}};
-      const auto outcome = RunDirectory(ctx, plan, path, cores, end, tests_total, tests_done, dir_json, result);
-      if (outcome.error) {
-        dir_json["error"] = {{"reason", outcome.error->reason}, {"message", outcome.error->message}};
+      const auto outcome = RunDirectory(ctx, plan, path, cores, share, dir_json, result);
+      if (outcome.failure) {
+        dir_json["error"] = {{"reason", outcome.failure->reason}, {"message", outcome.failure->message}};
         if (outcome.skipped) {
           dir_json["skipped"] = true;
-          if (!skip) skip = outcome.error;
+          if (!skip) skip = outcome.failure;
         } else if (!failure) {
-          failure = outcome.error;
+          failure = outcome.failure;
         }
       } else {
         ++ran;
       }
       result["directories"].push_back(std::move(dir_json));
-      if (ctx.ShouldStop() && !failure) {
-        failure = DiskError{ctx.Cancelled() ? "cancelled" : "timeout",
-                            std::string("disk run ") + (ctx.Cancelled() ? "cancelled" : "timed out")};
-      }
+      if (ctx.ShouldStop() && !failure) failure = Stopped(ctx, "");
       if (failure && (failure->reason == "cancelled" || failure->reason == "timeout")) break;
     }
     result["seconds"] = Seconds(Clock::now() - start).count();
-    if (failure) return ProbeOutcome::Failure(failure->reason, failure->message, std::move(result));
+    if (failure) return ProbeOutcome::Failure(*failure, std::move(result));
     if (ran == 0 && skip) return ProbeOutcome::Skipped(skip->reason, skip->message);
     return ProbeOutcome::Success(std::move(result));
   }
 
+  // A directory that ran has no failure; one that did not is skipped
+  // (scheduled runs without room or budget) or failed.
   struct DirectoryOutcome {
-    std::optional<DiskError> error;
+    std::optional<Failure> failure;
     bool skipped = false;
   };
+  static DirectoryOutcome Failed(Failure failure) { return {std::move(failure), false}; }
+
+  // The files of one directory: blocks of max_buffer_size rounded down to the
+  // alignment, data_size shared by the files.
+  struct Layout {
+    std::size_t block = 0;
+    std::size_t files = 0;
+    std::uint64_t file_size = 0;
+    std::uint64_t total = 0;
+  };
+
+  static Result<Layout> PlanLayout(const Plan& plan, const TestDirectory& dir, const std::string& path) {
+    const std::size_t alignment = dir.alignment();
+    Layout layout;
+    layout.block = plan.max_buffer_size / alignment * alignment;
+    if (layout.block < alignment || layout.block < kBlockHeaderSize) {
+      return Failure{"bad_options", fmt::format("max_buffer_size {} is smaller than the alignment {} of \"{}\"",
+                                                plan.max_buffer_size, alignment, path)};
+    }
+    layout.files = plan.threads * plan.files_per_thread;
+    layout.file_size = std::max<std::uint64_t>(plan.data_size / layout.files / layout.block, 1) * layout.block;
+    layout.total = layout.file_size * layout.files;
+    return layout;
+  }
+
+  static WorkloadOptions MakeWorkloadOptions(const Plan& plan, const Layout& layout) {
+    WorkloadOptions options;
+    options.threads = plan.threads;
+    options.files_per_thread = plan.files_per_thread;
+    options.block_size = layout.block;
+    options.file_size = layout.file_size;
+    options.direct_io = plan.direct_io;
+    options.crc = plan.crc;
+    options.idle_io_priority = !plan.full;
+    options.verbose = plan.verbose;
+    options.run_id = NewRunId();
+    return options;
+  }
+
+  // The remaining time of a full run, shared by the remaining tests.
+  struct TimeShare {
+    Clock::time_point end;
+    std::size_t tests_total = 0;
+    std::size_t tests_done = 0;
+
+    Clock::time_point NextSliceEnd(bool full, Clock::time_point now) {
+      const std::size_t left = tests_total - tests_done;
+      ++tests_done;
+      return full && end > now ? now + (end - now) / static_cast<long>(std::max<std::size_t>(left, 1)) : now;
+    }
+  };
+
+  static Failure Stopped(const RunContext& ctx, const std::string& where) {
+    return {ctx.Cancelled() ? "cancelled" : "timeout",
+            std::string("disk run ") + (ctx.Cancelled() ? "cancelled" : "timed out") + where};
+  }
 
   DirectoryOutcome RunDirectory(const RunContext& ctx, const Plan& plan, const std::string& path, int cores,
-                                Clock::time_point end, std::size_t tests_total, std::size_t& tests_done, json& dir_json,
-                                json& result) {
-    const auto skipped = [](DiskError error) { return DirectoryOutcome{std::move(error), true}; };
-    const auto failed = [](DiskError error) { return DirectoryOutcome{std::move(error), false}; };
+                                TimeShare& share, json& dir_json, json& result) {
     const bool default_dir = plan.directories.size() == 1 && path == DefaultDirectory();
     if (default_dir) {
       std::error_code ec;
       std::filesystem::create_directories(path, ec);
     }
     auto opened = TestDirectory::Open(path, roots_);
-    if (!opened.ok()) return failed(opened.error);
-    const TestDirectory& dir = **opened.value;
+    if (!opened.ok()) return Failed(opened.failure());
+    const TestDirectory& dir = **opened;
     if (const int removed = dir.RemoveLeftovers(); removed > 0) {
       spdlog::info("disk probe: removed {} leftover scratch file(s) in {}", removed, path);
       dir_json["leftovers_removed"] = removed;
     }
-
-    const std::size_t alignment = dir.alignment();
-    const std::size_t block = plan.max_buffer_size / alignment * alignment;
-    if (block < alignment || block < kBlockHeaderSize) {
-      return failed({"bad_options", fmt::format("max_buffer_size {} is smaller than the alignment {} of \"{}\"",
-                                                plan.max_buffer_size, alignment, path)});
-    }
-    const std::size_t files = plan.threads * plan.files_per_thread;
-    const std::uint64_t file_size = std::max<std::uint64_t>(plan.data_size / files / block, 1) * block;
-    const std::uint64_t total = file_size * files;
+    const auto layout = PlanLayout(plan, dir, path);
+    if (!layout.ok()) return Failed(layout.failure());
     dir_json.update({{"direct_io", plan.direct_io},
-                     {"buffer_size", block},
-                     {"alignment", alignment},
+                     {"buffer_size", layout->block},
+                     {"alignment", dir.alignment()},
                      {"alignment_source", dir.alignment_source()},
-                     {"file_size", file_size},
-                     {"files", files},
-                     {"data_bytes", total}});
-    const std::uint64_t free = dir.FreeBytes();
-    if (free < total + plan.reserve) {
-      DiskError error{"no_space", fmt::format("\"{}\" has {} free; the test needs {} plus a reserve of {}", path,
-                                              config::FormatSize(free), config::FormatSize(total),
-                                              config::FormatSize(plan.reserve))};
-      return plan.full ? failed(error) : skipped(error);
-    }
-    if (!plan.full) {
-      if (auto over = ChargeBudget(ctx, 2 * total)) return skipped(*over);
+                     {"file_size", layout->file_size},
+                     {"files", layout->files},
+                     {"data_bytes", layout->total}});
+    // Without room or budget a scheduled run skips the directory; a full run fails.
+    if (auto room = CheckRoom(ctx, plan, dir, path, layout->total); !room.ok()) {
+      return {room.failure(), !plan.full};
     }
     if (ctx.on_report) ctx.on_report(Tagged("directory", dir_json));
 
-    WorkloadOptions options;
-    options.threads = plan.threads;
-    options.files_per_thread = plan.files_per_thread;
-    options.block_size = block;
-    options.file_size = file_size;
-    options.direct_io = plan.direct_io;
-    options.crc = plan.crc;
-    options.idle_io_priority = !plan.full;
-    options.verbose = plan.verbose;
-    options.run_id = NewRunId();
-    auto created = Workload::Create(dir, options);
-    if (!created.ok()) return failed(created.error);
-    Workload& workload = **created.value;
+    auto created = Workload::Create(dir, MakeWorkloadOptions(plan, *layout));
+    if (!created.ok()) return Failed(created.failure());
+    Workload& workload = **created;
+    std::uint64_t verify_errors = 0;
+    const auto tested = RunTests(ctx, plan, path, cores, share, workload, dir_json, result, verify_errors);
+    if (plan.preserve_files && tested.ok()) dir_json["preserved_files"] = workload.Preserve();
+    if (!tested.ok()) return Failed(tested.failure());
+    if (verify_errors > 0) {
+      return Failed({"verify_error", fmt::format("{} block(s) read back wrong in \"{}\"; first: {}", verify_errors,
+                                                 path, workload.FirstVerifyError())});
+    }
+    if (ctx.ShouldStop()) return Failed(Stopped(ctx, " in \"" + path + "\""));
+    return {};
+  }
 
+  // The free-space guard (data plus the reserve) and, for scheduled runs, the
+  // hourly byte budget.
+  Result<void> CheckRoom(const RunContext& ctx, const Plan& plan, const TestDirectory& dir, const std::string& path,
+                         std::uint64_t total) {
+    const std::uint64_t free = dir.FreeBytes();
+    if (free < total + plan.reserve) {
+      return Failure{"no_space", fmt::format("\"{}\" has {} free; the test needs {} plus a reserve of {}", path,
+                                             config::FormatSize(free), config::FormatSize(total),
+                                             config::FormatSize(plan.reserve))};
+    }
+    if (!plan.full) return ChargeBudget(ctx, 2 * total);
+    return {};
+  }
+
+  // Runs the four tests in order, one table row per log interval (full runs)
+  // and one at the end of each; stops at the first I/O error. Writes the
+  // per-test summaries and the verify error count into `dir_json`.
+  Result<void> RunTests(const RunContext& ctx, const Plan& plan, const std::string& path, int cores, TimeShare& share,
+                        Workload& workload, json& dir_json, json& result, std::uint64_t& verify_errors) {
     const prometheus::Labels dir_label = {{"directory", path}};
     std::atomic<bool> stop{false};
-    std::optional<DiskError> error;
-    std::uint64_t verify_errors = 0;
+    Result<void> io;
     json tests = json::array();
     for (const DiskTest test : kAllTests) {
-      // The remaining time is shared by the remaining tests.
       const auto now = Clock::now();
-      const std::size_t left = tests_total - tests_done;
-      const auto slice_end =
-          plan.full && end > now ? now + (end - now) / static_cast<long>(std::max<std::size_t>(left, 1)) : now;
-      ++tests_done;
+      const auto slice_end = share.NextSliceEnd(plan.full, now);
       TestCounters counters;
       OpLatencies latencies;
       RowSampler sampler(test, path, plan.threads, cores, roots_, counters, slice_end);
@@ -433,7 +485,7 @@ class DiskProbe final : public Probe {
         if (ctx.on_report) ctx.on_report(Tagged("row", row));
         result["rows"].push_back(std::move(row));
       };
-      error = workload.Run(test, slice_end, stop, counters, latencies, [&] {
+      io = workload.Run(test, slice_end, stop, counters, latencies, [&] {
         if (ctx.ShouldStop()) stop.store(true);
         sampler.Sample();
         if (plan.full && Clock::now() >= next_row) {
@@ -447,30 +499,19 @@ class DiskProbe final : public Probe {
       tests.push_back(summary);
       verify_errors += counters.verify_errors.load();
       Publish(dir_label, test, summary, latencies, counters);
-      if (error || ctx.ShouldStop()) break;
+      if (!io.ok() || ctx.ShouldStop()) break;
     }
     dir_json["tests"] = std::move(tests);
     dir_json["verify_errors"] = verify_errors;
-    if (plan.preserve_files && !error) dir_json["preserved_files"] = workload.Preserve();
-    if (error) return failed(*error);
-    if (verify_errors > 0) {
-      return failed({"verify_error", fmt::format("{} block(s) read back wrong in \"{}\"; first: {}", verify_errors,
-                                                 path, workload.FirstVerifyError())});
-    }
-    if (ctx.ShouldStop()) {
-      return failed(
-          {ctx.Cancelled() ? "cancelled" : "timeout",
-           std::string("disk run ") + (ctx.Cancelled() ? "cancelled" : "timed out") + " in \"" + path + "\""});
-    }
-    return {};
+    return io;
   }
 
   // Refuses a scheduled run whose planned writes would exceed the hourly disk budget.
-  std::optional<DiskError> ChargeBudget(const RunContext& ctx, std::uint64_t bytes) {
+  Result<void> ChargeBudget(const RunContext& ctx, std::uint64_t bytes) {
     if (auto over = ctx.budget->TrySpend(BudgetResource::kDiskBytes, static_cast<double>(bytes))) {
-      return DiskError{"budget_exhausted", "writing " + *over};
+      return Failure{"budget_exhausted", "writing " + *over};
     }
-    return std::nullopt;
+    return {};
   }
 
   void Publish(const prometheus::Labels& dir_label, DiskTest test, const json& summary, const OpLatencies& latencies,
@@ -494,8 +535,6 @@ class DiskProbe final : public Probe {
   std::filesystem::path state_directory_;
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
-  // Scheduled runs outside the daemon (tests) spend from this one.
-
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& read_bytes_;
   prometheus::Family<prometheus::Counter>& written_bytes_;

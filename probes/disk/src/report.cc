@@ -107,13 +107,13 @@ std::string FormatJsonLog(const json& result, const std::string& reason, const s
   return out + Tagged("summary", summary).dump() + "\n";
 }
 
-Result<bool> WriteJsonLog(const std::string& path, const json& result, const std::string& reason,
+Result<void> WriteJsonLog(const std::string& path, const json& result, const std::string& reason,
                           const std::string& message, bool condensed) {
   std::ofstream out(path, std::ios::trunc);
   if (out) out << FormatJsonLog(result, reason, message, condensed);
   out.close();
-  if (!out) return Result<bool>::Error("cannot write the log file \"" + path + "\"");
-  return true;
+  if (!out) return Result<void>::Error("cannot write the log file \"" + path + "\"");
+  return {};
 }
 
 }  // namespace hostperf::probes::disk

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "hostperf/probes/disk/block.h"
@@ -92,23 +93,23 @@ std::string ReasonForErrno(int error) {
   }
 }
 
-DiskError ErrnoError(int error, const std::string& what) {
+Failure ErrnoError(int error, const std::string& what) {
   return {ReasonForErrno(error), what + ": " + std::strerror(error)};
 }
 
-DiskResult<std::unique_ptr<TestDirectory>> TestDirectory::Open(const std::filesystem::path& path,
-                                                               const SystemRoots& roots) {
-  if (path.empty()) return DiskError{"bad_directory", "empty directory name"};
+Result<std::unique_ptr<TestDirectory>> TestDirectory::Open(const std::filesystem::path& path,
+                                                           const SystemRoots& roots) {
+  if (path.empty()) return Failure{"bad_directory", "empty directory name"};
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     const int error = errno;
-    if (error == ENOTDIR) return DiskError{"bad_directory", "\"" + path.string() + "\" is not a directory"};
-    if (error == ENOENT) return DiskError{"bad_directory", "directory \"" + path.string() + "\" does not exist"};
+    if (error == ENOTDIR) return Failure{"bad_directory", "\"" + path.string() + "\" is not a directory"};
+    if (error == ENOENT) return Failure{"bad_directory", "directory \"" + path.string() + "\" does not exist"};
     return ErrnoError(error, "cannot open directory \"" + path.string() + "\"");
   }
   std::unique_ptr<TestDirectory> dir(new TestDirectory(fd, path.string()));
   if (::faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
-    return DiskError{"permission_denied", "directory \"" + path.string() + "\" is not writable"};
+    return Failure{"permission_denied", "directory \"" + path.string() + "\" is not writable"};
   }
   if (const auto dio = StatxDioAlign(fd)) {
     dir->alignment_ = std::max<std::size_t>({std::size_t{512}, dio->offset, dio->memory});
@@ -158,8 +159,8 @@ int TestDirectory::RemoveLeftovers() const {
   return removed;
 }
 
-DiskResult<std::unique_ptr<ScratchFile>> ScratchFile::Create(const TestDirectory& dir, const std::string& name,
-                                                             bool direct_io) {
+Result<std::unique_ptr<ScratchFile>> ScratchFile::Create(const TestDirectory& dir, const std::string& name,
+                                                         bool direct_io) {
   const int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | (direct_io ? O_DIRECT : 0);
   const int fd = ::openat(dir.fd(), name.c_str(), flags, 0600);
   if (fd >= 0) return std::unique_ptr<ScratchFile>(new ScratchFile(dir.fd(), fd, name));
@@ -168,9 +169,9 @@ DiskResult<std::unique_ptr<ScratchFile>> ScratchFile::Create(const TestDirectory
     // Some file systems refuse O_DIRECT at open; never fall back silently.
     // The file may have been created before the refusal.
     ::unlinkat(dir.fd(), name.c_str(), 0);
-    return DiskError{"direct_io_unsupported", "the file system of \"" + dir.path() +
-                                                  "\" refuses direct I/O (O_DIRECT); use --disable-direct-io "
-                                                  "(disable_direct_io = true) to test through the page cache"};
+    return Failure{"direct_io_unsupported", "the file system of \"" + dir.path() +
+                                                "\" refuses direct I/O (O_DIRECT); use --disable-direct-io "
+                                                "(disable_direct_io = true) to test through the page cache"};
   }
   return ErrnoError(error, "cannot create \"" + dir.path() + "/" + name + "\"");
 }

@@ -33,24 +33,24 @@ constexpr std::uint64_t kVerboseBadBlocks = 100;
 spdlog::level::level_enum DetailLevel(bool verbose) { return verbose ? spdlog::level::info : spdlog::level::debug; }
 
 // One timed pread/pwrite of a whole block; a short transfer is an error.
-std::optional<DiskError> TimedIo(bool write, int fd, std::byte* buffer, std::size_t size, std::uint64_t offset,
-                                 LatencyHistogram& latency, const std::string& file_name) {
+Result<void> TimedIo(bool write, int fd, std::byte* buffer, std::size_t size, std::uint64_t offset,
+                     LatencyHistogram& latency, const std::string& file_name) {
   const auto start = Clock::now();
   const ssize_t n = write ? ::pwrite(fd, buffer, size, static_cast<off_t>(offset))
                           : ::pread(fd, buffer, size, static_cast<off_t>(offset));
   const int error = errno;
   latency.Observe(std::chrono::duration<double>(Clock::now() - start).count());
-  if (n == static_cast<ssize_t>(size)) return std::nullopt;
+  if (n == static_cast<ssize_t>(size)) return {};
   const std::string what = std::string(write ? "write" : "read") + " of " + std::to_string(size) + " bytes at offset " +
                            std::to_string(offset) + " of " + file_name;
   if (n >= 0) {
     // A short write means the file system is full; a short read, lost data.
-    if (write) return DiskError{"no_space", what + ": short write (" + std::to_string(n) + " bytes): disk full"};
-    return DiskError{"io_error", what + ": short read (" + std::to_string(n) + " bytes)"};
+    if (write) return Failure{"no_space", what + ": short write (" + std::to_string(n) + " bytes): disk full"};
+    return Failure{"io_error", what + ": short read (" + std::to_string(n) + " bytes)"};
   }
   if (error == EINVAL) {
-    return DiskError{"direct_io_unsupported",
-                     what + ": " + std::strerror(error) + " (direct I/O alignment refused; try --disable-direct-io)"};
+    return Failure{"direct_io_unsupported",
+                   what + ": " + std::strerror(error) + " (direct I/O alignment refused; try --disable-direct-io)"};
   }
   return ErrnoError(error, what);
 }
@@ -171,10 +171,10 @@ bool SetIdleIoPriority() {
   return ::syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)) == 0;
 }
 
-DiskResult<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir, const WorkloadOptions& options) {
+Result<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir, const WorkloadOptions& options) {
   if (options.threads == 0 || options.files_per_thread == 0 || options.block_size < kBlockHeaderSize ||
       options.file_size == 0 || options.file_size % options.block_size != 0) {
-    return DiskError{"bad_options", "invalid workload sizes"};
+    return Failure{"bad_options", "invalid workload sizes"};
   }
   std::unique_ptr<Workload> workload(new Workload(dir, options));
   const std::size_t count = options.threads * options.files_per_thread;
@@ -183,23 +183,23 @@ DiskResult<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir,
     auto created = ScratchFile::Create(dir, ScratchName(options.run_id, i), options.direct_io);
     if (!created.ok()) {
       spdlog::log(DetailLevel(options.verbose), "disk: cannot create scratch file {} in {}: {} ({})",
-                  ScratchName(options.run_id, i), dir.path(), created.error.message, created.error.reason);
-      return created.error;  // files made so far are removed with `workload`
+                  ScratchName(options.run_id, i), dir.path(), created.error(), created.reason());
+      return created.failure();  // files made so far are removed with `workload`
     }
     // Reserve the blocks up front, as fio does: the Write test then measures
     // writing data rather than the file system's block allocation, and a full
     // disk shows here, before any timing, as a clean no_space.
-    const int reserved = ::fallocate((*created.value)->fd(), 0, 0, static_cast<off_t>(options.file_size));
+    const int reserved = ::fallocate((*created)->fd(), 0, 0, static_cast<off_t>(options.file_size));
     const int reserve_error = reserved == 0 ? 0 : errno;
     if (reserve_error != 0 && reserve_error != EOPNOTSUPP && reserve_error != ENOSYS) {
       return ErrnoError(reserve_error,
-                        "reserving " + std::to_string(options.file_size) + " bytes for " + (*created.value)->name());
+                        "reserving " + std::to_string(options.file_size) + " bytes for " + (*created)->name());
     }
     spdlog::log(DetailLevel(options.verbose), "disk: created {}/{} ({} bytes in {} blocks of {}, {}, alignment {})",
-                dir.path(), (*created.value)->name(), options.file_size, blocks, options.block_size,
+                dir.path(), (*created)->name(), options.file_size, blocks, options.block_size,
                 options.direct_io ? "O_DIRECT" : "buffered", dir.alignment());
     File file;
-    file.file = std::move(*created.value);
+    file.file = std::move(*created);
     file.id = (options.run_id << 16) | i;
     file.generation.assign(blocks, 0);
     workload->files_.push_back(std::move(file));
@@ -207,10 +207,9 @@ DiskResult<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir,
   return workload;
 }
 
-std::optional<DiskError> Workload::Run(DiskTest test, Clock::time_point until, const std::atomic<bool>& stop,
-                                       TestCounters& counters, OpLatencies& latencies,
-                                       const std::function<void()>& tick) {
-  std::vector<std::optional<DiskError>> errors(options_.threads);
+Result<void> Workload::Run(DiskTest test, Clock::time_point until, const std::atomic<bool>& stop,
+                           TestCounters& counters, OpLatencies& latencies, const std::function<void()>& tick) {
+  std::vector<Result<void>> results(options_.threads);
   std::vector<OpLatencies> local(options_.threads);
   std::atomic<std::size_t> running{options_.threads};
   std::atomic<bool> abort{stop.load()};
@@ -219,8 +218,8 @@ std::optional<DiskError> Workload::Run(DiskTest test, Clock::time_point until, c
   threads.reserve(options_.threads);
   for (std::size_t t = 0; t < options_.threads; ++t) {
     threads.emplace_back([&, t] {
-      errors[t] = Worker(t, test, until, abort, counters, local[t]);
-      if (errors[t]) abort.store(true);
+      results[t] = Worker(t, test, until, abort, counters, local[t]);
+      if (!results[t].ok()) abort.store(true);
       running.fetch_sub(1);
     });
   }
@@ -236,132 +235,178 @@ std::optional<DiskError> Workload::Run(DiskTest test, Clock::time_point until, c
   for (const auto& per_thread : local) {
     for (std::size_t op = 0; op < kOpCount; ++op) latencies[op].Merge(per_thread[op]);
   }
-  for (auto& error : errors) {
-    if (error) return error;
+  for (auto& result : results) {
+    if (!result.ok()) return result;
   }
-  return std::nullopt;
+  return {};
 }
 
-std::optional<DiskError> Workload::Worker(std::size_t thread, DiskTest test, Clock::time_point until,
-                                          const std::atomic<bool>& stop, TestCounters& counters,
-                                          OpLatencies& latencies) {
-  if (options_.idle_io_priority) SetIdleIoPriority();
-  const std::size_t size = options_.block_size;
-  const std::size_t alignment = dir_.alignment();
-  AlignedBuffer buffer = AllocateAligned(alignment, size);
-  AlignedBuffer pattern = AllocateAligned(alignment, size);
-  if (!buffer || !pattern) return DiskError{"out_of_memory", "cannot allocate I/O buffers"};
-  FillRandom({pattern.get(), size}, options_.run_id * 0x9e3779b97f4a7c15ULL + thread);
-  const std::span<std::byte> block(buffer.get(), size);
-  const std::size_t blocks = options_.file_size / size;
-  // Read tests alternate between `buffer` and `second`, one verified while
-  // the other is read into; the Write test formats one while it writes the
-  // other.
-  const bool overlapped = test == DiskTest::kRead || test == DiskTest::kSkipRead || test == DiskTest::kWrite;
-  AlignedBuffer second = overlapped ? AllocateAligned(alignment, size) : AlignedBuffer();
-  if (overlapped && !second) return DiskError{"out_of_memory", "cannot allocate I/O buffers"};
-  std::array<std::byte*, 2> buffers = {buffer.get(), second.get()};
+// What one worker thread's test loop works with.
+struct Workload::Lane {
+  std::size_t thread = 0;
+  DiskTest test = DiskTest::kWrite;
+  Clock::time_point until;
+  const std::atomic<bool>* stop = nullptr;
+  TestCounters* counters = nullptr;
+  OpLatencies* latencies = nullptr;
+  std::size_t size = 0;  // block size
+  std::size_t alignment = 0;
+  std::uint64_t blocks = 0;  // per file
+  AlignedBuffer pattern;
+  // Read tests alternate between the two buffers, one verified while the
+  // other is read into; the Write test formats one while it writes the
+  // other. ReWrite uses only the first.
+  std::array<AlignedBuffer, 2> buffers;
   std::size_t next_buffer = 0;
-  // Write: the other buffer holds (or is being given) the next block of the
-  // same file. Blocks are formatted with the generation they will carry; only
-  // their own write changes it, so formatting ahead is safe.
-  bool next_formatted = false;
-  const auto format = [&pattern, size, crc = options_.crc](std::byte* target, const File& file, std::uint64_t index) {
-    FormatBlock({target, size}, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, crc);
-  };
+  // Declared last, so destroyed first: on every return path the runner
+  // finishes its last job before the buffers go away.
+  std::unique_ptr<OneSlotRunner> helper;
 
-  const auto verify = [&](File& file, std::uint64_t index, std::span<const std::byte> data) {
-    const BlockId expected{file.id, index, file.generation[index]};
-    const BlockStatus status = VerifyBlock(data, expected, options_.crc);
-    if (status == BlockStatus::kOk) return;
-    const std::uint64_t bad_blocks = counters.verify_errors.fetch_add(1) + 1;
-    if (bad_blocks <= kVerboseBadBlocks) {
-      spdlog::log(DetailLevel(options_.verbose),
-                  "disk: {} in block {} (offset {}) of {}/{}: expected file {} generation {}", ToString(status), index,
-                  index * size, dir_.path(), file.file->name(), Hex(file.id), expected.generation);
-    }
-    RecordVerifyError(std::string(ToString(status)) + " in block " + std::to_string(index) + " (offset " +
-                      std::to_string(index * size) + ") of " + dir_.path() + "/" + file.file->name() +
-                      ": expected file " + Hex(file.id) + " generation " + std::to_string(expected.generation));
-  };
+  LatencyHistogram& latency(DiskOp op) const { return (*latencies)[static_cast<int>(op)]; }
+};
 
-  // Declared after the buffers and `verify`: on every return path the runner
-  // finishes its last verification before they go away.
-  std::unique_ptr<OneSlotRunner> helper = overlapped ? std::make_unique<OneSlotRunner>() : nullptr;
+Result<void> Workload::Worker(std::size_t thread, DiskTest test, Clock::time_point until, const std::atomic<bool>& stop,
+                              TestCounters& counters, OpLatencies& latencies) {
+  if (options_.idle_io_priority) SetIdleIoPriority();
+  Lane lane;
+  lane.thread = thread;
+  lane.test = test;
+  lane.until = until;
+  lane.stop = &stop;
+  lane.counters = &counters;
+  lane.latencies = &latencies;
+  lane.size = options_.block_size;
+  lane.alignment = dir_.alignment();
+  lane.blocks = options_.file_size / lane.size;
+  lane.buffers[0] = AllocateAligned(lane.alignment, lane.size);
+  lane.pattern = AllocateAligned(lane.alignment, lane.size);
+  if (!lane.buffers[0] || !lane.pattern) return Failure{"out_of_memory", "cannot allocate I/O buffers"};
+  FillRandom({lane.pattern.get(), lane.size}, options_.run_id * 0x9e3779b97f4a7c15ULL + thread);
+  const bool overlapped = test != DiskTest::kReWrite;
+  if (overlapped) {
+    lane.buffers[1] = AllocateAligned(lane.alignment, lane.size);
+    if (!lane.buffers[1]) return Failure{"out_of_memory", "cannot allocate I/O buffers"};
+    lane.helper = std::make_unique<OneSlotRunner>();
+  }
+  switch (test) {
+    case DiskTest::kWrite:
+      return Write(lane);
+    case DiskTest::kReWrite:
+      return ReWrite(lane);
+    case DiskTest::kRead:
+      return Read(lane);
+    case DiskTest::kSkipRead:
+      return SkipRead(lane);
+  }
+  return {};
+}
 
+Result<void> Workload::Sweep(Lane& lane, bool every_other_block, const BlockStep& step) {
   for (std::size_t pass = 0;; ++pass) {
-    if (pass > 0 && Clock::now() >= until) return std::nullopt;
-    for (std::size_t f = thread * options_.files_per_thread; f < (thread + 1) * options_.files_per_thread; ++f) {
+    if (pass > 0 && Clock::now() >= lane.until) return {};
+    for (std::size_t f = lane.thread * options_.files_per_thread; f < (lane.thread + 1) * options_.files_per_thread;
+         ++f) {
       File& file = files_[f];
-      const int fd = file.file->fd();
-      for (std::uint64_t index = 0; index < blocks; ++index) {
-        if (stop.load(std::memory_order_relaxed)) return std::nullopt;
-        const std::uint64_t offset = index * size;
-        std::optional<DiskError> error;
-        switch (test) {
-          case DiskTest::kWrite: {
-            std::byte* target = buffers[next_buffer];
-            if (next_formatted) {
-              helper->WaitIdle();
-            } else {
-              format(target, file, index);  // the first block of a file
-            }
-            next_formatted = index + 1 < blocks;
-            if (next_formatted) {
-              std::byte* other = buffers[next_buffer ^ 1];
-              helper->Submit([&format, other, &file, index] { format(other, file, index + 1); });
-            }
-            next_buffer ^= 1;
-            error =
-                TimedIo(true, fd, target, size, offset, latencies[static_cast<int>(DiskOp::kWrite)], file.file->name());
-            if (!error) {
-              ++file.generation[index];
-              counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
-            }
-            break;
-          }
-          case DiskTest::kReWrite:
-            error = TimedIo(false, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kRewriteRead)],
-                            file.file->name());
-            if (error) break;
-            counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
-            verify(file, index, block);
-            FormatBlock(block, {pattern.get(), size}, {file.id, index, file.generation[index] + 1}, options_.crc);
-            error = TimedIo(true, fd, block.data(), size, offset, latencies[static_cast<int>(DiskOp::kRewriteWrite)],
-                            file.file->name());
-            if (!error) {
-              ++file.generation[index];
-              counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
-            }
-            break;
-          case DiskTest::kRead:
-          case DiskTest::kSkipRead: {
-            // SkipRead reads every other block (read one, skip one), the
-            // other half on the next pass: every read is a seek.
-            const bool skip = test == DiskTest::kSkipRead;
-            if (skip && blocks > 1 && index % 2 != pass % 2) continue;
-            const DiskOp op = skip ? DiskOp::kSkipRead : DiskOp::kRead;
-            std::byte* target = buffers[next_buffer];
-            error = TimedIo(false, fd, target, size, offset, latencies[static_cast<int>(op)], file.file->name());
-            if (error) break;
-            counters.bytes_read.fetch_add(size, std::memory_order_relaxed);
-            // Waits for the previous block's verification (the other buffer),
-            // so `target` is not read into again before it is checked.
-            helper->Submit([&verify, &file, index, target, size] { verify(file, index, {target, size}); });
-            next_buffer ^= 1;
-            break;
-          }
-        }
-        if (error) {
+      for (std::uint64_t index = 0; index < lane.blocks; ++index) {
+        if (lane.stop->load(std::memory_order_relaxed)) return {};
+        if (every_other_block && lane.blocks > 1 && index % 2 != pass % 2) continue;
+        if (auto done = step(file, index); !done.ok()) {
           spdlog::log(DetailLevel(options_.verbose),
-                      "disk: {} test, thread {}: {} ({}; block {} of {}, buffer alignment {})", TestName(test), thread,
-                      error->message, error->reason, index, blocks, alignment);
-          return error;
+                      "disk: {} test, thread {}: {} ({}; block {} of {}, buffer alignment {})", TestName(lane.test),
+                      lane.thread, done.error(), done.reason(), index, lane.blocks, lane.alignment);
+          return done;
         }
-        counters.ops.fetch_add(1, std::memory_order_relaxed);
+        lane.counters->ops.fetch_add(1, std::memory_order_relaxed);
       }
     }
   }
+}
+
+// Blocks are formatted with the generation they will carry; only their own
+// write changes it, so formatting the next block ahead is safe.
+void Workload::FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index) const {
+  FormatBlock({target, lane.size}, {lane.pattern.get(), lane.size}, {file.id, index, file.generation[index] + 1},
+              options_.crc);
+}
+
+void Workload::Verify(Lane& lane, const File& file, std::uint64_t index, std::span<const std::byte> data) {
+  const BlockId expected{file.id, index, file.generation[index]};
+  const BlockStatus status = VerifyBlock(data, expected, options_.crc);
+  if (status == BlockStatus::kOk) return;
+  const std::uint64_t bad_blocks = lane.counters->verify_errors.fetch_add(1) + 1;
+  if (bad_blocks <= kVerboseBadBlocks) {
+    spdlog::log(DetailLevel(options_.verbose),
+                "disk: {} in block {} (offset {}) of {}/{}: expected file {} generation {}", ToString(status), index,
+                index * lane.size, dir_.path(), file.file->name(), Hex(file.id), expected.generation);
+  }
+  RecordVerifyError(std::string(ToString(status)) + " in block " + std::to_string(index) + " (offset " +
+                    std::to_string(index * lane.size) + ") of " + dir_.path() + "/" + file.file->name() +
+                    ": expected file " + Hex(file.id) + " generation " + std::to_string(expected.generation));
+}
+
+Result<void> Workload::Write(Lane& lane) {
+  // The other buffer holds (or is being given) the next block of the same file.
+  bool next_formatted = false;
+  return Sweep(lane, false, [&](File& file, std::uint64_t index) -> Result<void> {
+    std::byte* target = lane.buffers[lane.next_buffer].get();
+    if (next_formatted) {
+      lane.helper->WaitIdle();
+    } else {
+      FormatNext(lane, target, file, index);  // the first block of a file
+    }
+    next_formatted = index + 1 < lane.blocks;
+    if (next_formatted) {
+      std::byte* other = lane.buffers[lane.next_buffer ^ 1].get();
+      lane.helper->Submit([this, &lane, other, &file, index] { FormatNext(lane, other, file, index + 1); });
+    }
+    lane.next_buffer ^= 1;
+    auto written = TimedIo(true, file.file->fd(), target, lane.size, index * lane.size, lane.latency(DiskOp::kWrite),
+                           file.file->name());
+    if (!written.ok()) return written;
+    ++file.generation[index];
+    lane.counters->bytes_written.fetch_add(lane.size, std::memory_order_relaxed);
+    return {};
+  });
+}
+
+Result<void> Workload::ReWrite(Lane& lane) {
+  return Sweep(lane, false, [&](File& file, std::uint64_t index) -> Result<void> {
+    const std::span<std::byte> block(lane.buffers[0].get(), lane.size);
+    const std::uint64_t offset = index * lane.size;
+    auto read = TimedIo(false, file.file->fd(), block.data(), lane.size, offset, lane.latency(DiskOp::kRewriteRead),
+                        file.file->name());
+    if (!read.ok()) return read;
+    lane.counters->bytes_read.fetch_add(lane.size, std::memory_order_relaxed);
+    Verify(lane, file, index, block);
+    FormatNext(lane, block.data(), file, index);
+    auto written = TimedIo(true, file.file->fd(), block.data(), lane.size, offset, lane.latency(DiskOp::kRewriteWrite),
+                           file.file->name());
+    if (!written.ok()) return written;
+    ++file.generation[index];
+    lane.counters->bytes_written.fetch_add(lane.size, std::memory_order_relaxed);
+    return {};
+  });
+}
+
+Result<void> Workload::Read(Lane& lane) { return ReadBlocks(lane, DiskOp::kRead, false); }
+
+// Reads every other block (read one, skip one), the other half on the next
+// pass: every read is a seek.
+Result<void> Workload::SkipRead(Lane& lane) { return ReadBlocks(lane, DiskOp::kSkipRead, true); }
+
+Result<void> Workload::ReadBlocks(Lane& lane, DiskOp op, bool every_other_block) {
+  return Sweep(lane, every_other_block, [&, op](File& file, std::uint64_t index) -> Result<void> {
+    std::byte* target = lane.buffers[lane.next_buffer].get();
+    auto read =
+        TimedIo(false, file.file->fd(), target, lane.size, index * lane.size, lane.latency(op), file.file->name());
+    if (!read.ok()) return read;
+    lane.counters->bytes_read.fetch_add(lane.size, std::memory_order_relaxed);
+    // Waits for the previous block's verification (the other buffer), so
+    // `target` is not read into again before it is checked.
+    lane.helper->Submit([this, &lane, &file, index, target] { Verify(lane, file, index, {target, lane.size}); });
+    lane.next_buffer ^= 1;
+    return {};
+  });
 }
 
 void Workload::RecordVerifyError(const std::string& message) {

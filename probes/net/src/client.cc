@@ -56,33 +56,38 @@ std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_
   return Decode(buffer, secret).message;
 }
 
-// Connects and says hello; an invalid Fd with `error` on failure.
-Fd OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline, std::string* error,
-               std::uint32_t* peer_max_connections = nullptr) {
-  Fd fd = ConnectTcp(peer, deadline, error);
-  if (!fd.valid()) return {};
+// A control connection that has said hello, and the connection limit the
+// peer advertised in its reply.
+struct Control {
+  Fd fd;
+  std::uint32_t peer_max_connections = 0;
+};
+
+// Connects and says hello ("protocol_error" when the peer does not answer it).
+Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline) {
+  auto connected = ConnectTcp(peer, deadline);
+  if (!connected) return connected.failure();
+  Fd fd = std::move(connected).value();
   Message hello;
   hello.type = MessageType::kHello;
   hello.session = RandomSessionId();
   if (!SendMessage(fd.get(), hello, secret, deadline)) {
-    *error = "hello to " + peer.ToString() + ": send failed";
-    return {};
+    return Failure{"protocol_error", "hello to " + peer.ToString() + ": send failed"};
   }
   const auto ack = ReceiveMessage(fd.get(), secret, deadline);
   if (!ack || ack->type != MessageType::kHelloAck) {
     char byte = 0;
     const bool closed = ::recv(fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-    *error = "no hello reply from " + peer.ToString() +
-             (closed ? ": it closed the connection (wrong secret, or at its connection or rate limit)"
-                     : " (wrong secret or not a hostperf responder?)");
-    return {};
+    return Failure{"protocol_error", "no hello reply from " + peer.ToString() +
+                                         (closed ? ": it closed the connection (wrong secret, or at its connection "
+                                                   "or rate limit)"
+                                                 : " (wrong secret or not a hostperf responder?)")};
   }
   if (ack->hello.version != kProtocolVersion) {
-    *error = "peer " + peer.ToString() + " speaks protocol version " + std::to_string(ack->hello.version);
-    return {};
+    return Failure{"protocol_error",
+                   "peer " + peer.ToString() + " speaks protocol version " + std::to_string(ack->hello.version)};
   }
-  if (peer_max_connections != nullptr) *peer_max_connections = ack->hello.max_connections;
-  return fd;
+  return Control{std::move(fd), ack->hello.max_connections};
 }
 
 void SleepUntil(Clock::time_point when) {
@@ -281,8 +286,12 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
                                const std::function<bool()>& should_stop, const RealtimeClock& realtime) {
   ThroughputResult result;
   // Client states: connect+hello, session requested, streaming, stopping, done.
-  Fd fd = OpenControl(peer, secret, Clock::now() + options.connect_timeout, &result.error);
-  if (!fd.valid()) return result;
+  auto control = OpenControl(peer, secret, Clock::now() + options.connect_timeout);
+  if (!control) {
+    result.error = control.error();
+    return result;
+  }
+  const Fd fd = std::move(control->fd);
   const auto control_deadline = [&] { return Clock::now() + options.connect_timeout; };
   Message start;
   start.type = MessageType::kSessionStart;
@@ -340,9 +349,10 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   return result;
 }
 
-bool Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout, std::string* error) {
-  std::string ignored;
-  return OpenControl(peer, secret, Clock::now() + timeout, error ? error : &ignored).valid();
+Result<void> Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout) {
+  auto control = OpenControl(peer, secret, Clock::now() + timeout);
+  if (!control) return control.failure();
+  return {};
 }
 
 ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
@@ -352,18 +362,16 @@ ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& sec
   std::vector<Fd> open;
   const auto deadline = Clock::now() + timeout;
   for (std::uint32_t i = 0; i < result.tried && Clock::now() < deadline; ++i) {
-    std::string error;
-    std::uint32_t advertised = 0;
-    Fd fd = OpenControl(peer, secret, std::min(deadline, Clock::now() + std::chrono::seconds(1)), &error,
-                        i == 0 ? &advertised : nullptr);
-    if (!fd.valid()) break;  // refused, closed at once or no hello: the limit
+    auto control = OpenControl(peer, secret, std::min(deadline, Clock::now() + std::chrono::seconds(1)));
+    if (!control) break;  // refused, closed at once or no hello: the limit
+    const std::uint32_t advertised = control->peer_max_connections;
     if (i == 0 && advertised > 0) {
       // Asking for more than the peer is configured to hold would only
       // measure its refusal and load it for nothing.
       result.peer_limit = advertised;
       result.tried = std::min(maximum, advertised);
     }
-    open.push_back(std::move(fd));
+    open.push_back(std::move(control->fd));
   }
   result.accepted = static_cast<std::uint32_t>(open.size());
   return result;

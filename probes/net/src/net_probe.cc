@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -81,18 +84,26 @@ std::string SelfName(const NetProbeConfig& config, std::uint16_t port) {
 // A peer after name resolution (re-done every run).
 struct ResolvedPeer {
   PeerSpec spec;
-  std::optional<SocketAddress> address;
-  std::string error;
+  Result<SocketAddress> address;
 };
 
 std::vector<ResolvedPeer> Resolve(const std::vector<PeerSpec>& specs) {
   std::vector<ResolvedPeer> peers;
-  for (const PeerSpec& spec : specs) {
-    ResolvedPeer peer{spec, std::nullopt, ""};
-    peer.address = ResolveHost(spec.host, spec.port, &peer.error);
-    peers.push_back(std::move(peer));
-  }
+  for (const PeerSpec& spec : specs) peers.push_back({spec, ResolveHost(spec.host, spec.port)});
   return peers;
+}
+
+// Peers by name, with their addresses.
+using Hosts = std::vector<std::pair<std::string, SocketAddress>>;
+
+// A secret from a file: its bytes, trailing whitespace removed; at least 16 bytes.
+Result<Secret> ReadSecretFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Failure{"no_secret", "cannot read secret file " + path};
+  Secret secret(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
+  while (!secret.empty() && std::isspace(secret.back())) secret.pop_back();
+  if (secret.size() < 16) return Failure{"no_secret", "secret file " + path + " holds fewer than 16 bytes"};
+  return secret;
 }
 
 json ThroughputRow(const std::string& date, const std::string& test, double rate, const std::string& node,
@@ -213,14 +224,14 @@ class NetProbe final : public Probe, private ResponderObserver {
     ResponderSettings wanted{net.bind_address, net.ports, net.secret_file, {}, net.max_connections, net.rate_limit};
     if (!net.secret_file.empty()) {
       auto secret = ReadSecretFile(net.secret_file);
-      if (!secret.error.empty()) {
+      if (!secret) {
         // Keep serving with the old secret rather than going dark on a bad rotation.
         spdlog::error("net: peer responder {}: {}", responder_ ? "keeps its old settings" : "not started",
-                      secret.error);
-        if (!responder_) SetResponderError(secret.error);
+                      secret.error());
+        if (!responder_) SetResponderError(secret.error());
         return;
       }
-      wanted.secret = std::move(secret.secret);
+      wanted.secret = std::move(secret).value();
     }
     if (responder_ && wanted == responder_settings_) return;
 
@@ -248,18 +259,18 @@ class NetProbe final : public Probe, private ResponderObserver {
       responder_ports_.clear();
     }
     responder_up_.Set(0);
-    std::string error;
     const Secret secret = options.secret;
-    auto responder = StartResponder(options, &error);
-    if (!responder && options.bind_address == "::") {
+    auto started = StartResponder(options);
+    if (!started && options.bind_address == "::") {
       options.bind_address = "0.0.0.0";
-      responder = StartResponder(options, &error);
+      started = StartResponder(options);
     }
-    if (!responder) {
-      spdlog::error("net: peer responder not started: {}", error);
-      SetResponderError(error);
+    if (!started) {
+      spdlog::error("net: peer responder not started: {}", started.error());
+      SetResponderError(started.error());
       return;
     }
+    std::unique_ptr<Responder> responder = std::move(started).value();
     std::string ports;
     for (auto port : responder->Ports()) ports += (ports.empty() ? "" : ",") + std::to_string(port);
     spdlog::info("net: peer responder listening on {} port(s) {}",
@@ -276,7 +287,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   void OnRequest(std::string_view type) override { requests_.Add({{"type", std::string(type)}}).Increment(); }
   void OnDrop(std::string_view reason) override { dropped_.Add({{"reason", std::string(reason)}}).Increment(); }
 
-  // The secret: the responder's (generated or from the file), else the file's.
+  // Why the responder is not running (state, not a validation result).
   void SetResponderError(std::string error) {
     std::lock_guard lock(state_mutex_);
     responder_error_ = std::move(error);
@@ -287,21 +298,17 @@ class NetProbe final : public Probe, private ResponderObserver {
     return responder_ ? std::string() : responder_error_;
   }
 
-  std::optional<Secret> ClientSecret(const NetProbeConfig& net, std::string* error) {
+  // The secret: the responder's (generated or from the file), else the file's.
+  Result<Secret> ClientSecret(const NetProbeConfig& net) {
     {
       std::lock_guard lock(state_mutex_);
       if (responder_) return responder_secret_;
     }
     if (net.secret_file.empty()) {
-      *error = "no net.secret_file configured (the daemon's generated secret is only known to the daemon)";
-      return std::nullopt;
+      return Failure{"no_secret",
+                     "no net.secret_file configured (the daemon's generated secret is only known to the daemon)"};
     }
-    auto secret = ReadSecretFile(net.secret_file);
-    if (!secret.error.empty()) {
-      *error = secret.error;
-      return std::nullopt;
-    }
-    return secret.secret;
+    return ReadSecretFile(net.secret_file);
   }
 
   std::uint16_t DefaultPort(const NetProbeConfig& net) {
@@ -315,9 +322,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     const std::uint16_t port = DefaultPort(net);
     std::vector<std::string> entries = net.peers;
     if (!net.peers_file.empty()) {
-      std::string error;
-      const auto targets = peers_file_.Targets(net.peers_file, &error);
-      if (!error.empty()) errors->push_back(error);
+      if (auto refreshed = peers_file_.Refresh(net.peers_file); !refreshed) errors->push_back(refreshed.error());
+      const auto& targets = peers_file_.targets();
       entries.insert(entries.end(), targets.begin(), targets.end());
     }
     if (entries.empty() && net.peers_file.empty()) {
@@ -326,11 +332,10 @@ class NetProbe final : public Probe, private ResponderObserver {
     std::vector<PeerSpec> specs;
     std::set<std::string> seen;
     for (const std::string& entry : entries) {
-      std::string error;
-      if (auto spec = ParsePeerSpec(entry, port, &error)) {
+      if (auto spec = ParsePeerSpec(entry, port)) {
         if (seen.insert(spec->name).second) specs.push_back(std::move(*spec));
       } else {
-        errors->push_back(error);
+        errors->push_back(spec.error());
       }
     }
     return specs;
@@ -343,14 +348,13 @@ class NetProbe final : public Probe, private ResponderObserver {
     // A responder that could not bind (a port still held by another process)
     // is retried every run, so it recovers without a restart.
     if (!ResponderError().empty()) ApplyResponderSettings(net);
-    std::string error;
-    const auto secret = ClientSecret(net, &error);
+    const auto secret = ClientSecret(net);
     if (!secret) {
       const std::string responder_error = ResponderError();
       if (!responder_error.empty()) {
         return ProbeOutcome::Failure("responder_down", "peer responder not running: " + responder_error);
       }
-      return ProbeOutcome::Failure("no_secret", error);
+      return ProbeOutcome::Failure(secret.failure());
     }
 
     std::vector<std::string> errors;
@@ -380,7 +384,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     const auto measured = MeasureLatency(targets, latency, *secret, [&] { return ctx.ShouldStop(); });
 
     json result = {{"mode", "scheduled"}, {"peers", json::array()}, {"errors", errors}};
-    std::vector<std::pair<std::string, SocketAddress>> up;
+    Hosts up;
     std::size_t target_index = 0;
     for (const auto& peer : resolved) {
       const prometheus::Labels labels = {{"peer", peer.spec.name}};
@@ -388,7 +392,7 @@ class NetProbe final : public Probe, private ResponderObserver {
       if (!peer.address) {
         up_.Add(labels).Set(0);
         entry["up"] = false;
-        entry["error"] = peer.error;
+        entry["error"] = peer.address.error();
         result["peers"].push_back(entry);
         continue;
       }
@@ -424,14 +428,12 @@ class NetProbe final : public Probe, private ResponderObserver {
 
   // A stable order, so that the throughput round robin reaches every peer
   // although the rendezvous choice is ordered by score.
-  static std::vector<std::pair<std::string, SocketAddress>> SortedByName(
-      std::vector<std::pair<std::string, SocketAddress>> up) {
+  static Hosts SortedByName(Hosts up) {
     std::sort(up.begin(), up.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     return up;
   }
 
-  json ScheduledThroughput(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret,
-                           const std::vector<std::pair<std::string, SocketAddress>>& up) {
+  json ScheduledThroughput(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& up) {
     const auto skip = [&](const char* reason) {
       throughput_skipped_.Add({{"reason", reason}}).Increment();
       return json{{"skipped", reason}};
@@ -491,29 +493,17 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
     std::set<std::string> tests(options.tests.begin(), options.tests.end());
     if (tests.empty()) tests.insert(FullRunTests().begin(), FullRunTests().end());
-    const double datarate = options.datarate;
     const bool ignore_bad = options.ignore_bad_hosts;
 
-    std::string error;
-    const auto secret = ClientSecret(net, &error);
-    if (!secret) return ProbeOutcome::Failure("no_secret", error);
+    const auto secret = ClientSecret(net);
+    if (!secret) return ProbeOutcome::Failure(secret.failure());
     std::vector<std::string> errors;
     const auto specs = ConfiguredPeers(net, &errors);
     json result = {{"mode", "full"}, {"date", VnetperfDate()}, {"tests", json::object()}, {"bad_hosts", json::array()}};
     if (!errors.empty() && !ignore_bad) {
       return ProbeOutcome::Failure("bad_hosts", errors.front(), result);
     }
-
-    // Every host must answer a hello before any test runs (vnetperf's rule).
-    std::vector<std::pair<std::string, SocketAddress>> hosts;
-    for (const auto& peer : Resolve(specs)) {
-      std::string why = peer.error;
-      if (peer.address && Hello(*peer.address, *secret, kHelloTimeout, &why)) {
-        hosts.emplace_back(peer.spec.name, *peer.address);
-      } else {
-        result["bad_hosts"].push_back({{"node", peer.spec.name}, {"error", why}});
-      }
-    }
+    const Hosts hosts = ReachableHosts(specs, *secret, result["bad_hosts"]);
     if (!result["bad_hosts"].empty() && !ignore_bad) {
       return ProbeOutcome::Failure("bad_hosts",
                                    "unreachable host " + result["bad_hosts"][0]["node"].get<std::string>() + ": " +
@@ -526,73 +516,106 @@ class NetProbe final : public Probe, private ResponderObserver {
     const auto progress = [&](const std::string& test) {
       if (ctx.on_progress) ctx.on_progress({test, Clock::now() - started, {}});
     };
-    const auto stop = [&] { return ctx.ShouldStop(); };
 
     if (tests.contains("latency")) {
       progress("latency");
-      std::vector<PeerTarget> targets;
-      for (const auto& [name, address] : hosts) targets.push_back({name, address});
-      LatencyOptions latency;
-      latency.packets = kFullLatencyPackets;
-      latency.interval = kFullPacketInterval;
-      latency.reply_timeout = net.reply_timeout;
-      const auto measured = MeasureLatency(targets, latency, *secret, stop);
-      const std::string date = VnetperfDate();
-      json rows = json::array();
-      for (std::size_t i = 0; i < hosts.size(); ++i) {
-        const auto& r = measured[i];
-        rows.push_back({{"date", date},
-                        {"node", hosts[i].first},
-                        {"index", i},
-                        {"rtt_latency_us", Median(r.rtt_seconds) * 1e6},
-                        {"rtt_p99_us", Percentile(r.rtt_seconds, 0.99) * 1e6},
-                        {"clock_skew_us", r.clock_offset_seconds.value_or(0) * 1e6},
-                        {"sent", r.sent},
-                        {"lost", r.lost()}});
-      }
-      result["tests"]["latency"] = rows;
+      result["tests"]["latency"] = LatencyTable(ctx, net, *secret, hosts);
     }
     for (const char* test : {"tcp-throughput", "udp-throughput"}) {
       if (!tests.contains(test)) continue;
       progress(test);
-      json rows = json::array();
-      const std::vector<double> rates = datarate > 0 ? std::vector<double>{datarate} : kLadder;
-      for (const double rate : rates) {
-        if (ctx.ShouldStop()) break;
-        const std::string date = VnetperfDate();
-        json per_rate = json::array();
-        for (const auto& [name, address] : hosts) {
-          ThroughputOptions throughput;
-          throughput.test = std::string_view(test) == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
-          throughput.duration = options.duration;
-          throughput.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
-          throughput.datagram_size = net.udp_datagram_size;
-          per_rate.push_back(ThroughputRow(date, test, rate, name, RunThroughput(address, throughput, *secret, stop)));
-        }
-        for (const auto& row : per_rate) rows.push_back(row);
-        rows.push_back(AverageRow(per_rate, date, test, rate));
-      }
-      result["tests"][test] = rows;
+      result["tests"][test] = ThroughputLadder(ctx, net, options, *secret, hosts, test);
     }
     if (tests.contains("connections")) {
       progress("connections");
-      json rows = json::array();
-      for (const auto& [name, address] : hosts) {
-        const auto r = ConnectionTest(address, *secret, net.max_connections, std::chrono::seconds(10));
-        // "maximum": what was asked of this peer (our cap or its own lower
-        // limit), so that a full row reads accepted == maximum.
-        rows.push_back({{"date", VnetperfDate()},
-                        {"node", name},
-                        {"accepted", r.accepted},
-                        {"maximum", r.tried},
-                        {"peer_limit", r.peer_limit},
-                        {"configured_maximum", net.max_connections}});
-      }
-      result["tests"]["connections"] = rows;
+      result["tests"]["connections"] = ConnectionTable(net, *secret, hosts);
     }
     if (ctx.ShouldStop())
       return ProbeOutcome::Failure(ctx.Cancelled() ? "cancelled" : "timeout", "net run stopped", result);
     return ProbeOutcome::Success(result);
+  }
+
+  // Every host must answer a hello before any test runs (vnetperf's rule):
+  // the hosts that did; the others go to `bad_hosts` with the reason.
+  static Hosts ReachableHosts(const std::vector<PeerSpec>& specs, const Secret& secret, json& bad_hosts) {
+    Hosts hosts;
+    for (const auto& peer : Resolve(specs)) {
+      const Result<void> hello =
+          peer.address ? Hello(*peer.address, secret, kHelloTimeout) : Result<void>(peer.address.failure());
+      if (hello) {
+        hosts.emplace_back(peer.spec.name, *peer.address);
+      } else {
+        bad_hosts.push_back({{"node", peer.spec.name}, {"error", hello.error()}});
+      }
+    }
+    return hosts;
+  }
+
+  // vnetperf's latency table: UDP ping-pong with every host at once.
+  static json LatencyTable(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& hosts) {
+    std::vector<PeerTarget> targets;
+    for (const auto& [name, address] : hosts) targets.push_back({name, address});
+    LatencyOptions latency;
+    latency.packets = kFullLatencyPackets;
+    latency.interval = kFullPacketInterval;
+    latency.reply_timeout = net.reply_timeout;
+    const auto measured = MeasureLatency(targets, latency, secret, [&] { return ctx.ShouldStop(); });
+    const std::string date = VnetperfDate();
+    json rows = json::array();
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      const auto& r = measured[i];
+      rows.push_back({{"date", date},
+                      {"node", hosts[i].first},
+                      {"index", i},
+                      {"rtt_latency_us", Median(r.rtt_seconds) * 1e6},
+                      {"rtt_p99_us", Percentile(r.rtt_seconds, 0.99) * 1e6},
+                      {"clock_skew_us", r.clock_offset_seconds.value_or(0) * 1e6},
+                      {"sent", r.sent},
+                      {"lost", r.lost()}});
+    }
+    return rows;
+  }
+
+  // One throughput test over the rate ladder (or the one --datarate): per
+  // rate, a session with each host in turn, then their average.
+  static json ThroughputLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
+                               const Secret& secret, const Hosts& hosts, const std::string& test) {
+    const auto stop = [&] { return ctx.ShouldStop(); };
+    json rows = json::array();
+    const std::vector<double> rates = options.datarate > 0 ? std::vector<double>{options.datarate} : kLadder;
+    for (const double rate : rates) {
+      if (ctx.ShouldStop()) break;
+      const std::string date = VnetperfDate();
+      json per_rate = json::array();
+      for (const auto& [name, address] : hosts) {
+        ThroughputOptions throughput;
+        throughput.test = test == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
+        throughput.duration = options.duration;
+        throughput.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
+        throughput.datagram_size = net.udp_datagram_size;
+        per_rate.push_back(ThroughputRow(date, test, rate, name, RunThroughput(address, throughput, secret, stop)));
+      }
+      for (const auto& row : per_rate) rows.push_back(row);
+      rows.push_back(AverageRow(per_rate, date, test, rate));
+    }
+    return rows;
+  }
+
+  // How many hello-confirmed connections each host holds at once.
+  static json ConnectionTable(const NetProbeConfig& net, const Secret& secret, const Hosts& hosts) {
+    json rows = json::array();
+    for (const auto& [name, address] : hosts) {
+      const auto r = ConnectionTest(address, secret, net.max_connections, std::chrono::seconds(10));
+      // "maximum": what was asked of this peer (our cap or its own lower
+      // limit), so that a full row reads accepted == maximum.
+      rows.push_back({{"date", VnetperfDate()},
+                      {"node", name},
+                      {"accepted", r.accepted},
+                      {"maximum", r.tried},
+                      {"peer_limit", r.peer_limit},
+                      {"configured_maximum", net.max_connections}});
+    }
+    return rows;
   }
 
   std::shared_ptr<prometheus::Registry> own_registry_;
@@ -622,7 +645,6 @@ class NetProbe final : public Probe, private ResponderObserver {
   Secret responder_secret_;
   std::vector<std::uint16_t> responder_ports_;
   PeersFile peers_file_;
-  // Scheduled runs outside the daemon (tests) spend from this one.
   std::size_t next_throughput_peer_ = 0;
   bool next_is_udp_ = false;
 };
@@ -665,8 +687,7 @@ Result<NetOptions> ParseNetOptions(const json& options, std::optional<std::chron
       std::vector<std::string> hosts;
       for (const auto& host : value) {
         if (!host.is_string()) return R::Error("hosts: expected strings");
-        std::string error;
-        if (!ParsePeerSpec(host.get<std::string>(), 14159, &error)) return R::Error("hosts: " + error);
+        if (auto spec = ParsePeerSpec(host.get<std::string>(), 14159); !spec) return R::Error("hosts: " + spec.error());
         hosts.push_back(host.get<std::string>());
       }
       out.hosts = std::move(hosts);

@@ -44,70 +44,51 @@ std::uint64_t Fnv1a(std::string_view text, std::uint64_t hash = 0xcbf29ce4842223
   return hash;
 }
 
-std::optional<std::vector<std::string>> TargetsFromJson(std::string_view content, std::string* error) {
+Result<std::vector<std::string>> TargetsFromJson(std::string_view content) {
   const auto doc = nlohmann::json::parse(content, nullptr, false);
-  if (doc.is_discarded()) {
-    *error = "not valid JSON";
-    return std::nullopt;
-  }
-  if (!doc.is_array()) {
-    *error = "expected a list of target groups";
-    return std::nullopt;
-  }
+  if (doc.is_discarded()) return Failure{kInvalidReason, "not valid JSON"};
+  if (!doc.is_array()) return Failure{kInvalidReason, "expected a list of target groups"};
   std::vector<std::string> targets;
   for (const auto& group : doc) {
     if (!group.is_object() || !group.contains("targets") || !group["targets"].is_array()) {
-      *error = "every target group needs a \"targets\" list";
-      return std::nullopt;
+      return Failure{kInvalidReason, "every target group needs a \"targets\" list"};
     }
     for (const auto& target : group["targets"]) {
-      if (!target.is_string()) {
-        *error = "targets must be strings";
-        return std::nullopt;
-      }
+      if (!target.is_string()) return Failure{kInvalidReason, "targets must be strings"};
       targets.push_back(target.get<std::string>());
     }
   }
   return targets;
 }
 
-std::optional<std::vector<std::string>> TargetsFromYaml(std::string_view content, std::string* error) {
+Result<std::vector<std::string>> TargetsFromYaml(std::string_view content) {
   try {
     const YAML::Node doc = YAML::Load(std::string(content));
-    if (!doc.IsSequence()) {
-      *error = "expected a list of target groups";
-      return std::nullopt;
-    }
+    if (!doc.IsSequence()) return Failure{kInvalidReason, "expected a list of target groups"};
     std::vector<std::string> targets;
     for (const auto& group : doc) {
       if (!group.IsMap() || !group["targets"] || !group["targets"].IsSequence()) {
-        *error = "every target group needs a \"targets\" list";
-        return std::nullopt;
+        return Failure{kInvalidReason, "every target group needs a \"targets\" list"};
       }
       for (const auto& target : group["targets"]) {
-        if (!target.IsScalar()) {
-          *error = "targets must be strings";
-          return std::nullopt;
-        }
+        if (!target.IsScalar()) return Failure{kInvalidReason, "targets must be strings"};
         targets.push_back(target.as<std::string>());
       }
     }
     return targets;
   } catch (const std::exception& e) {
-    *error = std::string("not valid YAML: ") + e.what();
-    return std::nullopt;
+    return Failure{kInvalidReason, std::string("not valid YAML: ") + e.what()};
   }
 }
 
 }  // namespace
 
-std::optional<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t default_port, std::string* error) {
+Result<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t default_port) {
   PeerSpec spec;
   spec.name = std::string(text);
   spec.port = default_port;
-  const auto fail = [&](const std::string& why) -> std::optional<PeerSpec> {
-    if (error) *error = "peer \"" + std::string(text) + "\": " + why;
-    return std::nullopt;
+  const auto fail = [&](const std::string& why) -> Result<PeerSpec> {
+    return Failure{kInvalidReason, "peer \"" + std::string(text) + "\": " + why};
   };
   if (text.empty()) return fail("empty");
   if (text.front() == '[') {
@@ -130,17 +111,15 @@ std::optional<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t defau
   return spec;
 }
 
-std::optional<std::vector<std::string>> ParseFileSd(std::string_view content, const std::string& filename,
-                                                    std::string* error) {
+Result<std::vector<std::string>> ParseFileSd(std::string_view content, const std::string& filename) {
   const std::string extension = std::filesystem::path(filename).extension().string();
-  if (extension == ".json") return TargetsFromJson(content, error);
-  if (extension == ".yaml" || extension == ".yml") return TargetsFromYaml(content, error);
-  std::string json_error;
-  if (auto targets = TargetsFromJson(content, &json_error)) return targets;
-  return TargetsFromYaml(content, error);
+  if (extension == ".json") return TargetsFromJson(content);
+  if (extension == ".yaml" || extension == ".yml") return TargetsFromYaml(content);
+  if (auto targets = TargetsFromJson(content)) return targets;
+  return TargetsFromYaml(content);
 }
 
-std::vector<std::string> PeersFile::Targets(const std::filesystem::path& path, std::string* error) {
+Result<void> PeersFile::Refresh(const std::filesystem::path& path) {
   if (path != path_) {
     path_ = path;
     mtime_.reset();
@@ -149,24 +128,21 @@ std::vector<std::string> PeersFile::Targets(const std::filesystem::path& path, s
   std::error_code ec;
   const auto mtime = std::filesystem::last_write_time(path, ec);
   const auto size = ec ? 0 : std::filesystem::file_size(path, ec);
-  if (ec) {
-    if (error) *error = "cannot read peers file " + path.string() + ": " + ec.message();
-    return targets_;
-  }
-  if (mtime_ && *mtime_ == mtime && size_ == size) return targets_;
+  if (ec) return Failure{kInvalidReason, "cannot read peers file " + path.string() + ": " + ec.message()};
+  if (mtime_ && *mtime_ == mtime && size_ == size) return {};
   std::ifstream in(path);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string parse_error;
-  auto targets = ParseFileSd(content, path.string(), &parse_error);
-  if (!in.good() && !in.eof()) parse_error = "read error";
+  auto targets = ParseFileSd(content, path.string());
+  const bool read_failed = !in.good() && !in.eof();
   if (!targets) {
-    if (error) *error = "peers file " + path.string() + ": " + parse_error;
-    return targets_;
+    // A read error explains a parse failure better than the parser does.
+    return Failure{kInvalidReason,
+                   "peers file " + path.string() + ": " + (read_failed ? "read error" : targets.error())};
   }
   mtime_ = mtime;
   size_ = size;
-  targets_ = std::move(*targets);
-  return targets_;
+  targets_ = std::move(targets).value();
+  return {};
 }
 
 std::uint64_t RendezvousScore(std::string_view self, std::string_view peer) {

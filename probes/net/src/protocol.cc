@@ -7,8 +7,6 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <cctype>
-#include <fstream>
 #include <iterator>
 #include <random>
 
@@ -361,22 +359,6 @@ std::optional<UdpData> DecodeUdpData(std::span<const std::uint8_t> datagram) {
   data.sent_ns = r.I64();
   if (!r.ok()) return std::nullopt;
   return data;
-}
-
-SecretResult ReadSecretFile(const std::string& path) {
-  SecretResult result;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    result.error = "cannot read secret file " + path;
-    return result;
-  }
-  result.secret.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  while (!result.secret.empty() && std::isspace(result.secret.back())) result.secret.pop_back();
-  if (result.secret.size() < 16) {
-    result.error = "secret file " + path + " holds fewer than 16 bytes";
-    result.secret.clear();
-  }
-  return result;
 }
 
 Secret RandomSecret() {

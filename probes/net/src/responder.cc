@@ -86,7 +86,7 @@ class ResponderImpl final : public Responder {
 
   std::vector<std::uint16_t> Ports() const override { return ports_; }
 
-  bool Bind(std::string* error) {
+  Result<void> Bind() {
     wake_ = Fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     std::vector<std::string> hosts;
     if (options_.bind_address.empty()) {
@@ -99,36 +99,38 @@ class ResponderImpl final : public Responder {
       for (std::size_t i = 0; i < hosts.size(); ++i) {
         auto address = ParseNumericAddress(hosts[i], port);
         if (!address) {
-          *error = "net.bind_address \"" + hosts[i] + "\" is not a numeric IPv4 or IPv6 address";
-          return false;
+          return Failure{"bad_config", "net.bind_address \"" + hosts[i] + "\" is not a numeric IPv4 or IPv6 address"};
         }
-        std::string bind_error;
-        if (!BindPair(*address, &port, &bind_error)) {
+        auto bound = BindPair(*address, port);
+        if (!bound) {
           // ::1 may be missing on hosts without IPv6; the IPv4 loopback suffices.
           if (options_.bind_address.empty() && i > 0) continue;
-          *error = bind_error;
-          return false;
+          return bound.failure();
         }
+        port = *bound;
       }
       ports_.push_back(port);
     }
     thread_ = std::thread([this] { Loop(); });
-    return true;
+    return {};
   }
 
  private:
-  // Binds TCP and UDP on the same port; an ephemeral port is taken from TCP.
-  bool BindPair(const SocketAddress& address, std::uint16_t* port, std::string* error) {
+  // Binds TCP and UDP on the same port (0: an ephemeral port, taken from
+  // TCP); returns the port bound.
+  Result<std::uint16_t> BindPair(const SocketAddress& address, std::uint16_t port) {
     // An ephemeral port free for TCP may be taken for UDP: try another.
-    const int attempts = *port == 0 ? 8 : 1;
+    const int attempts = port == 0 ? 8 : 1;
     for (int attempt = 1;; ++attempt) {
-      bool udp_in_use = false;
-      if (BindPairOnce(address, port, error, &udp_in_use)) return true;
-      if (!udp_in_use || attempt >= attempts) return false;
+      auto bound = BindPairOnce(address, port);
+      if (bound || bound.reason() != kUdpPortInUse || attempt >= attempts) return bound;
     }
   }
 
-  bool BindPairOnce(SocketAddress address, std::uint16_t* port, std::string* error, bool* udp_in_use) {
+  // The reason of a UDP port already taken, which an ephemeral bind retries.
+  static constexpr const char* kUdpPortInUse = "udp_port_in_use";
+
+  Result<std::uint16_t> BindPairOnce(SocketAddress address, std::uint16_t port) {
     Fd tcp = NonBlockingSocket(address.family(), SOCK_STREAM);
     Fd udp = NonBlockingSocket(address.family(), SOCK_DGRAM);
     const int one = 1;
@@ -138,26 +140,24 @@ class ResponderImpl final : public Responder {
       ::setsockopt(tcp.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
       ::setsockopt(udp.get(), IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
     }
-    address.set_port(*port);
+    address.set_port(port);
     if (::bind(tcp.get(), address.get(), address.length) != 0 || ::listen(tcp.get(), 128) != 0) {
-      *error = "cannot bind TCP " + address.ToString() + ": " + std::strerror(errno);
-      return false;
+      return Failure{"bind_failed", "cannot bind TCP " + address.ToString() + ": " + std::strerror(errno)};
     }
     SocketAddress bound;
     bound.length = sizeof(bound.storage);
     ::getsockname(tcp.get(), reinterpret_cast<sockaddr*>(&bound.storage), &bound.length);
     address.set_port(bound.port());
     if (::bind(udp.get(), address.get(), address.length) != 0) {
-      *udp_in_use = errno == EADDRINUSE;
-      *error = "cannot bind UDP " + address.ToString() + ": " + std::strerror(errno);
-      return false;
+      const int error = errno;
+      return Failure{error == EADDRINUSE ? kUdpPortInUse : "bind_failed",
+                     "cannot bind UDP " + address.ToString() + ": " + std::strerror(error)};
     }
     const int buffer = 4 * 1024 * 1024;
     ::setsockopt(udp.get(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof(buffer));
-    *port = bound.port();
     listeners_.push_back({std::move(tcp), false});
     listeners_.push_back({std::move(udp), true});
-    return true;
+    return bound.port();
   }
 
   void Drop(std::string_view reason) {
@@ -514,11 +514,10 @@ class ResponderImpl final : public Responder {
 
 }  // namespace
 
-std::unique_ptr<Responder> StartResponder(ResponderOptions options, std::string* error) {
+Result<std::unique_ptr<Responder>> StartResponder(ResponderOptions options) {
   auto responder = std::make_unique<ResponderImpl>(std::move(options));
-  std::string ignored;
-  if (!responder->Bind(error ? error : &ignored)) return nullptr;
-  return responder;
+  if (auto bound = responder->Bind(); !bound) return bound.failure();
+  return std::unique_ptr<Responder>(std::move(responder));
 }
 
 }  // namespace hostperf::probes::net

@@ -60,16 +60,15 @@ std::optional<SocketAddress> ParseNumericAddress(const std::string& host, std::u
   return address;
 }
 
-std::optional<SocketAddress> ResolveHost(const std::string& host, std::uint16_t port, std::string* error) {
-  if (auto numeric = ParseNumericAddress(host, port)) return numeric;
+Result<SocketAddress> ResolveHost(const std::string& host, std::uint16_t port) {
+  if (auto numeric = ParseNumericAddress(host, port)) return *numeric;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
   const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    if (error) *error = "cannot resolve " + host + ": " + gai_strerror(rc);
-    return std::nullopt;
+    return Failure{"unresolved_host", "cannot resolve " + host + ": " + gai_strerror(rc)};
   }
   // Prefer IPv4 when a name has both (responders bind 127.0.0.1 and ::1 on loopback).
   const addrinfo* chosen = found;
@@ -101,27 +100,18 @@ bool WaitFd(int fd, short events, std::chrono::steady_clock::time_point deadline
   }
 }
 
-Fd ConnectTcp(const SocketAddress& address, std::chrono::steady_clock::time_point deadline, std::string* error) {
+Result<Fd> ConnectTcp(const SocketAddress& address, std::chrono::steady_clock::time_point deadline) {
   Fd fd = NonBlockingSocket(address.family(), SOCK_STREAM);
-  if (!fd.valid()) {
-    if (error) *error = std::string("socket: ") + std::strerror(errno);
-    return {};
-  }
+  if (!fd.valid()) return Failure{"socket_error", std::string("socket: ") + std::strerror(errno)};
   if (::connect(fd.get(), address.get(), address.length) != 0 && errno != EINPROGRESS) {
-    if (error) *error = "connect to " + address.ToString() + ": " + std::strerror(errno);
-    return {};
+    return Failure{"unreachable", "connect to " + address.ToString() + ": " + std::strerror(errno)};
   }
-  if (!WaitFd(fd.get(), POLLOUT, deadline)) {
-    if (error) *error = "connect to " + address.ToString() + ": timed out";
-    return {};
-  }
+  if (!WaitFd(fd.get(), POLLOUT, deadline))
+    return Failure{"unreachable", "connect to " + address.ToString() + ": timed out"};
   int so_error = 0;
   socklen_t length = sizeof(so_error);
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &length);
-  if (so_error != 0) {
-    if (error) *error = "connect to " + address.ToString() + ": " + std::strerror(so_error);
-    return {};
-  }
+  if (so_error != 0) return Failure{"unreachable", "connect to " + address.ToString() + ": " + std::strerror(so_error)};
   return fd;
 }
 

@@ -14,8 +14,9 @@ namespace hostperf::probes::disk {
 // Scheduled runs: one pass of each test over bytes_per_run / 2 of files
 // (Write and ReWrite together write bytes_per_run), idle I/O priority, an
 // hourly byte budget and a free-space guard. Full runs: vioperf's duration,
-// log interval and options (RunContext::options, see options.h); each table
-// row is reported through on_progress as Progress::detail {"kind": "row"}.
+// log interval and options (RunContext::options, see options.h); each
+// directory and each table row is reported through RunContext::on_report
+// ({"kind": "directory"} and {"kind": "row"}).
 std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps);
 
 // vioperf's report pieces, from the probe's JSON.
@@ -33,7 +34,7 @@ std::string DefaultLogFileName();
 // `message` are empty on success.
 std::string FormatJsonLog(const nlohmann::json& result, const std::string& reason, const std::string& message,
                           bool condensed);
-Result<bool> WriteJsonLog(const std::string& path, const nlohmann::json& result, const std::string& reason,
+Result<void> WriteJsonLog(const std::string& path, const nlohmann::json& result, const std::string& reason,
                           const std::string& message, bool condensed);
 
 }  // namespace hostperf::probes::disk

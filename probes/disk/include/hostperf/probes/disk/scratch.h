@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 
+#include "hostperf/base/result.h"
 #include "hostperf/probes/system_roots.h"
 
 namespace hostperf::probes::disk {
@@ -17,24 +17,11 @@ namespace hostperf::probes::disk {
 inline constexpr std::string_view kScratchPrefix = "hostperf-disk-";
 inline constexpr std::string_view kPreservedPrefix = "hostperf-preserved-";
 
-// A failure with the snake_case reason hostperf_probe_failures_total counts.
-struct DiskError {
-  std::string reason;   // no_space, io_error, permission_denied, direct_io_unsupported, bad_directory, ...
-  std::string message;  // for operators
-};
+// The disk probe's failure reasons: no_space, io_error, permission_denied,
+// direct_io_unsupported, bad_directory, bad_options, out_of_memory, ...
 // errno of a failed system call -> reason label.
 std::string ReasonForErrno(int error);
-DiskError ErrnoError(int error, const std::string& what);
-
-// A value or a DiskError.
-template <typename T>
-struct DiskResult {
-  DiskResult(T v) : value(std::move(v)) {}          // NOLINT: implicit by design
-  DiskResult(DiskError e) : error(std::move(e)) {}  // NOLINT: implicit by design
-  bool ok() const { return value.has_value(); }
-  std::optional<T> value;
-  DiskError error;
-};
+Failure ErrnoError(int error, const std::string& what);
 
 // An open directory under test: an O_DIRECTORY descriptor (files are
 // created relative to it, so a path swapped behind our back does not
@@ -43,7 +30,7 @@ class TestDirectory {
  public:
   // Validates `path`: absolute or relative, must exist, be a directory and be
   // writable. `roots` locates /sys for the block device fallback.
-  static DiskResult<std::unique_ptr<TestDirectory>> Open(const std::filesystem::path& path, const SystemRoots& roots);
+  static Result<std::unique_ptr<TestDirectory>> Open(const std::filesystem::path& path, const SystemRoots& roots);
   ~TestDirectory();
   TestDirectory(const TestDirectory&) = delete;
   TestDirectory& operator=(const TestDirectory&) = delete;
@@ -73,8 +60,7 @@ class TestDirectory {
 // destruction unless Preserve() was called.
 class ScratchFile {
  public:
-  static DiskResult<std::unique_ptr<ScratchFile>> Create(const TestDirectory& dir, const std::string& name,
-                                                         bool direct_io);
+  static Result<std::unique_ptr<ScratchFile>> Create(const TestDirectory& dir, const std::string& name, bool direct_io);
   ~ScratchFile();
   ScratchFile(const ScratchFile&) = delete;
   ScratchFile& operator=(const ScratchFile&) = delete;

@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,16 +66,15 @@ struct WorkloadOptions {
 class Workload {
  public:
   // Creates threads * files_per_thread scratch files (empty until Write).
-  static DiskResult<std::unique_ptr<Workload>> Create(const TestDirectory& dir, const WorkloadOptions& options);
+  static Result<std::unique_ptr<Workload>> Create(const TestDirectory& dir, const WorkloadOptions& options);
 
   // Runs `test` on all threads: one full pass over every file at least, more
   // passes while now < `until`; every op returns early once `stop` is set.
   // `tick` is called on the calling thread about every 100 ms while the
   // workers run. Returns the first I/O error (verify errors are counted, not
   // returned). The first verify failure is described in FirstVerifyError().
-  std::optional<DiskError> Run(DiskTest test, std::chrono::steady_clock::time_point until,
-                               const std::atomic<bool>& stop, TestCounters& counters, OpLatencies& latencies,
-                               const std::function<void()>& tick);
+  Result<void> Run(DiskTest test, std::chrono::steady_clock::time_point until, const std::atomic<bool>& stop,
+                   TestCounters& counters, OpLatencies& latencies, const std::function<void()>& tick);
 
   std::string FirstVerifyError() const;
   std::vector<std::string> FileNames() const;
@@ -90,8 +89,23 @@ class Workload {
     std::vector<std::uint64_t> generation;  // per block; 0 = never written
   };
   Workload(const TestDirectory& dir, WorkloadOptions options) : dir_(dir), options_(options) {}
-  std::optional<DiskError> Worker(std::size_t thread, DiskTest test, std::chrono::steady_clock::time_point until,
-                                  const std::atomic<bool>& stop, TestCounters& counters, OpLatencies& latencies);
+  struct Lane;  // one worker thread's buffers and counters (workload.cc)
+  using BlockStep = std::function<Result<void>(File& file, std::uint64_t index)>;
+
+  Result<void> Worker(std::size_t thread, DiskTest test, std::chrono::steady_clock::time_point until,
+                      const std::atomic<bool>& stop, TestCounters& counters, OpLatencies& latencies);
+  // One loop per test, as fio splits by data direction.
+  Result<void> Write(Lane& lane);
+  Result<void> ReWrite(Lane& lane);
+  Result<void> Read(Lane& lane);
+  Result<void> SkipRead(Lane& lane);
+  Result<void> ReadBlocks(Lane& lane, DiskOp op, bool every_other_block);
+  // Passes over the lane's files until `until` (one pass at least), calling
+  // `step` per block; `every_other_block` visits half of them per pass,
+  // alternating halves.
+  Result<void> Sweep(Lane& lane, bool every_other_block, const BlockStep& step);
+  void FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index) const;
+  void Verify(Lane& lane, const File& file, std::uint64_t index, std::span<const std::byte> data);
   void RecordVerifyError(const std::string& message);
 
   const TestDirectory& dir_;

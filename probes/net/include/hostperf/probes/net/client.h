@@ -91,8 +91,8 @@ struct ThroughputResult {
 ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOptions& options, const Secret& secret,
                                const std::function<bool()>& should_stop, const RealtimeClock& realtime = RealtimeNs);
 
-// TCP hello: true when the responder answers with our protocol version.
-bool Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout, std::string* error);
+// TCP hello: ok when the responder answers with our protocol version.
+Result<void> Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout);
 
 // Opens TCP connections at once, each confirmed by a hello, up to `maximum`
 // or the limit the peer advertises in its hello reply, whichever is lower.

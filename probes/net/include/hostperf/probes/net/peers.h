@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hostperf/base/result.h"
+
 namespace hostperf::probes::net {
 
 // A peer as configured: "host", "host:port", "1.2.3.4", "[v6]:port" or a bare IPv6 address.
@@ -18,20 +20,21 @@ struct PeerSpec {
   bool operator==(const PeerSpec&) const = default;
 };
 
-// Parses one entry; `error` explains a bad one.
-std::optional<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t default_port, std::string* error);
+// Parses one entry; the failure explains a bad one.
+Result<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t default_port);
 
 // Prometheus file_sd: a list of {"targets": [...], "labels": {...}} in JSON or
 // YAML (chosen by the extension; other names: JSON, then YAML). The targets, in order.
-std::optional<std::vector<std::string>> ParseFileSd(std::string_view content, const std::string& filename,
-                                                    std::string* error);
+Result<std::vector<std::string>> ParseFileSd(std::string_view content, const std::string& filename);
 
 // The file_sd file, re-read only when its modification time or size changes.
 // A file that becomes unreadable or invalid keeps the last good list.
 class PeersFile {
  public:
-  // Current targets of `path`; `error` is set when the latest read failed.
-  std::vector<std::string> Targets(const std::filesystem::path& path, std::string* error);
+  // Re-reads `path` if it changed; a failure leaves targets() as they were.
+  Result<void> Refresh(const std::filesystem::path& path);
+  // The last good list.
+  const std::vector<std::string>& targets() const { return targets_; }
 
  private:
   std::filesystem::path path_;

@@ -104,12 +104,6 @@ struct UdpData {
 void EncodeUdpData(const UdpData& data, std::span<std::uint8_t> datagram);  // datagram.size() >= kUdpDataHeader
 std::optional<UdpData> DecodeUdpData(std::span<const std::uint8_t> datagram);
 
-// A secret from a file: its bytes, trailing whitespace removed; at least 16 bytes.
-struct SecretResult {
-  Secret secret;
-  std::string error;  // empty on success
-};
-SecretResult ReadSecretFile(const std::string& path);
 Secret RandomSecret();
 
 }  // namespace hostperf::probes::net

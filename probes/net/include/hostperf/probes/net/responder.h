@@ -42,7 +42,7 @@ class Responder {
   virtual std::vector<std::uint16_t> Ports() const = 0;
 };
 
-// Binds and starts serving; null with `error` set when a socket cannot be bound.
-std::unique_ptr<Responder> StartResponder(ResponderOptions options, std::string* error);
+// Binds and starts serving; "bind_failed" or "bad_config" when a socket cannot be bound.
+Result<std::unique_ptr<Responder>> StartResponder(ResponderOptions options);
 
 }  // namespace hostperf::probes::net

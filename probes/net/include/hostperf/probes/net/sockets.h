@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "hostperf/base/result.h"
+
 namespace hostperf::probes::net {
 
 // An owned file descriptor.
@@ -53,13 +55,13 @@ struct SocketAddress {
 
 // Numeric address (no name resolution) with a port.
 std::optional<SocketAddress> ParseNumericAddress(const std::string& host, std::uint16_t port);
-// getaddrinfo: the first address of `host`; error text on failure.
-std::optional<SocketAddress> ResolveHost(const std::string& host, std::uint16_t port, std::string* error);
+// getaddrinfo: the first address of `host` (IPv4 preferred); "unresolved_host" on failure.
+Result<SocketAddress> ResolveHost(const std::string& host, std::uint16_t port);
 
 // Non-blocking socket of `type` (SOCK_DGRAM / SOCK_STREAM) for the address family.
 Fd NonBlockingSocket(int family, int type);
-// Non-blocking connect that waits until connected or the deadline; error text on failure.
-Fd ConnectTcp(const SocketAddress& address, std::chrono::steady_clock::time_point deadline, std::string* error);
+// Non-blocking connect that waits until connected or the deadline ("unreachable" otherwise).
+Result<Fd> ConnectTcp(const SocketAddress& address, std::chrono::steady_clock::time_point deadline);
 // Blocks (poll) until fd is readable/writable or the deadline; false on timeout.
 bool WaitFd(int fd, short events, std::chrono::steady_clock::time_point deadline);
 // Writes all bytes before the deadline (non-blocking fd); false on error or timeout.
