@@ -18,13 +18,6 @@ std::array<unsigned char, EVP_MAX_MD_SIZE> Sha256(std::string_view text, unsigne
   return digest;
 }
 
-std::string_view Trim(std::string_view text) {
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 }  // namespace
 
 Result<std::string> ReadApiToken(const std::filesystem::path& path) {
@@ -33,7 +26,7 @@ Result<std::string> ReadApiToken(const std::filesystem::path& path) {
   constexpr const char* kReason = "bad_config";
   const auto text = probes::ReadWholeFile(path);
   if (!text) return R::Error(kReason, "api.token_file: cannot read \"" + path.string() + "\"");
-  const std::string_view token = Trim(*text);
+  const std::string_view token = TrimToken(*text);
   if (token.empty()) return R::Error(kReason, "api.token_file: \"" + path.string() + "\" is empty");
   if (std::any_of(token.begin(), token.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {
     return R::Error(
@@ -49,6 +42,13 @@ bool TokensEqual(std::string_view given, std::string_view expected) {
   const auto b = Sha256(expected, &expected_size);
   if (given_size == 0 || given_size != expected_size) return false;
   return CRYPTO_memcmp(a.data(), b.data(), given_size) == 0;
+}
+
+std::string_view TrimToken(std::string_view text) {
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
 }
 
 }  // namespace hostperf::exporter

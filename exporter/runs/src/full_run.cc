@@ -90,11 +90,4 @@ probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& co
   }
 }
 
-probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config, const json& options,
-                                  const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
-  auto parsed = probes::ParseProbeOptions(probe.Name(), options);
-  if (!parsed) return probes::ProbeOutcome::Failure(parsed.failure());
-  return RunFullProbe(probe, config, std::move(parsed).value(), cancel, std::move(callbacks));
-}
-
 }  // namespace hostperf::exporter

@@ -30,13 +30,6 @@ HttpResponse MethodNotAllowed(const char* allow) {
   return response;
 }
 
-std::string_view Trim(std::string_view text) {
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 // A run summary for GET /api/v1/runs.
 json Summary(const json& run) {
   json summary = json::object();
@@ -67,9 +60,9 @@ bool RunApi::Authorized(const HttpRequest& request) const {
   if (authorization.size() > kBearer.size() &&
       std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
                  [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
-    given = std::string(Trim(std::string_view(authorization).substr(kBearer.size())));
+    given = std::string(TrimToken(std::string_view(authorization).substr(kBearer.size())));
   } else {
-    given = std::string(Trim(request.Header("x-hostperf-token")));
+    given = std::string(TrimToken(request.Header("x-hostperf-token")));
   }
   std::lock_guard lock(mu_);
   return token_ && !given.empty() && TokensEqual(given, *token_);

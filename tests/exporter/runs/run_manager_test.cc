@@ -469,21 +469,23 @@ TEST_F(RunManagerTest, ValidIdsOnly) {
   EXPECT_FALSE(RunManager::IsValidId("r-" + std::string(100, '1')));
 }
 
-// The CLI's path: RunFullProbe parses the options (hostperf check's local
-// runs give JSON), builds a full-mode context and runs the probe.
+// The CLI's path: options parsed once at the edge (bad ones never reach a
+// run), then RunFullProbe builds a full-mode context and runs the probe.
 TEST(RunFullProbeTest, ValidatesOptionsAndRunsTheFullMode) {
   ManualClock clock;
   ScriptedProbe disk("disk", clock);
   disk.Release(true);
   std::atomic<bool> cancel{false};
   const config::Config config = probes::DefaultConfig();
-  const auto bad = RunFullProbe(disk, config, json{{"bogus", true}}, &cancel);
-  EXPECT_EQ(bad.status, ProbeOutcome::Status::kFailure);
-  EXPECT_EQ(bad.reason, "bad_options");
-  EXPECT_THAT(bad.message, HasSubstr("unknown disk option \"bogus\""));
+  const auto bad = probes::ParseProbeOptions("disk", {{"bogus", true}});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.reason(), "bad_options");
+  EXPECT_THAT(bad.error(), HasSubstr("unknown disk option \"bogus\""));
   EXPECT_EQ(disk.runs(), 0);
 
-  const auto good = RunFullProbe(disk, config, json(nullptr), &cancel);
+  const auto parsed = probes::ParseProbeOptions("disk", nullptr);
+  ASSERT_TRUE(parsed) << parsed.error();
+  const auto good = RunFullProbe(disk, config, *parsed, &cancel);
   EXPECT_EQ(good.status, ProbeOutcome::Status::kSuccess);
   EXPECT_THAT(disk.modes(), ::testing::ElementsAre(probes::RunMode::kFull));
   ASSERT_EQ(disk.options().size(), 1u);

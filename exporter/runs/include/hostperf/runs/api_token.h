@@ -17,4 +17,8 @@ Result<std::string> ReadApiToken(const std::filesystem::path& path);
 // differ (both are hashed, then compared with CRYPTO_memcmp).
 bool TokensEqual(std::string_view given, std::string_view expected);
 
+// `text` without surrounding whitespace: a token as read from its file or a
+// request header.
+std::string_view TrimToken(std::string_view text);
+
 }  // namespace hostperf::exporter

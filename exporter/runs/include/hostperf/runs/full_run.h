@@ -49,9 +49,5 @@ probes::RunContext MakeFullRunContext(const config::Config& config, std::string_
 probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config,
                                   std::shared_ptr<const probes::ProbeOptions> options, const std::atomic<bool>* cancel,
                                   FullRunCallbacks callbacks = {});
-// The same from options as JSON (hostperf check's local runs): bad options
-// are a "bad_options" failure and nothing runs.
-probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config, const nlohmann::json& options,
-                                  const std::atomic<bool>* cancel, FullRunCallbacks callbacks = {});
 
 }  // namespace hostperf::exporter
