@@ -2,18 +2,22 @@
 // The body goes through RunApi::Handle (JSON parsing, RunManager::Submit,
 // ParseFullRunRequest and every probe's option validation). Nothing may
 // crash or throw, the answer must be a 4xx with a JSON {"error": "..."}, and
-// options that validated once must validate again as they were normalised.
+// options that parsed once must parse again as the run's record keeps them.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "hostperf/base/clock.h"
+#include "hostperf/config/units.h"
+#include "hostperf/probes/probe.h"
 #include "hostperf/runs/full_run.h"
 #include "hostperf/runs/run_api.h"
 #include "hostperf/runs/run_manager.h"
@@ -43,12 +47,13 @@ struct Api {
     std::filesystem::remove_all(dir, ec);
   }
   std::filesystem::path dir;
-  RealClock clock;
+  hostperf::RealClock clock;
   std::unique_ptr<RunManager> manager;
   std::unique_ptr<RunApi> api;
 };
 
-// Options the request accepted are stored normalised; they must still pass.
+// The record keeps the options and the duration as given; parsed again, they
+// must still pass.
 void CheckRevalidates(const std::string& body) {
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return;
@@ -58,8 +63,16 @@ void CheckRevalidates(const std::string& body) {
     return;
   }
   if (request->probes.empty()) std::abort();
+  std::optional<std::chrono::nanoseconds> duration;
+  if (request->duration) {
+    const auto parsed_duration = hostperf::config::ParseDuration(*request->duration);
+    if (!parsed_duration.ok()) std::abort();
+    duration = *parsed_duration;
+  }
   for (const std::string& probe : request->probes) {
-    if (!PrepareFullRunOptions(probe, request->options.at(probe)).ok()) std::abort();
+    if (!request->parsed.contains(probe)) std::abort();
+    const json given = request->options.value(probe, json());
+    if (!hostperf::probes::ParseProbeOptions(probe, given, duration).ok()) std::abort();
   }
 }
 
