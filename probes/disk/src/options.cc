@@ -138,9 +138,7 @@ Result<FullRunOptions> ParseFullRunOptions(const json& options, std::optional<st
 
 Result<std::shared_ptr<const ProbeOptions>> ParseDiskModuleOptions(const json& options,
                                                                    std::optional<std::chrono::nanoseconds> duration) {
-  auto parsed = ParseFullRunOptions(options, duration);
-  if (!parsed) return parsed.failure();
-  return std::shared_ptr<const ProbeOptions>(std::make_shared<FullRunOptions>(std::move(parsed).value()));
+  return ShareOptions(ParseFullRunOptions(options, duration));
 }
 
 Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {

@@ -230,9 +230,7 @@ Result<MemoryOptions> ParseMemoryOptions(const nlohmann::json& options) {
 
 Result<std::shared_ptr<const ProbeOptions>> ParseMemoryModuleOptions(const nlohmann::json& options,
                                                                      std::optional<std::chrono::nanoseconds>) {
-  auto parsed = ParseMemoryOptions(options);
-  if (!parsed) return parsed.failure();
-  return std::shared_ptr<const ProbeOptions>(std::make_shared<MemoryOptions>(std::move(parsed).value()));
+  return ShareOptions(ParseMemoryOptions(options));
 }
 
 nlohmann::json ToJson(const MemoryOptions& options) {

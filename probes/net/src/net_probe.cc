@@ -716,9 +716,7 @@ Result<NetOptions> ParseNetOptions(const json& options, std::optional<std::chron
 
 Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const json& options,
                                                                   std::optional<std::chrono::nanoseconds> duration) {
-  auto parsed = ParseNetOptions(options, duration);
-  if (!parsed) return parsed.failure();
-  return std::shared_ptr<const ProbeOptions>(std::make_shared<NetOptions>(std::move(parsed).value()));
+  return ShareOptions(ParseNetOptions(options, duration));
 }
 
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) { return std::make_unique<NetProbe>(deps); }

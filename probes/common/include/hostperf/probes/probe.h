@@ -152,6 +152,13 @@ Result<std::chrono::nanoseconds> ParseDurationOption(const nlohmann::json& value
 using OptionsParser = Result<std::shared_ptr<const ProbeOptions>> (*)(const nlohmann::json& options,
                                                                       std::optional<std::chrono::nanoseconds> duration);
 
+// A module's parsed options as the OptionsParser hands them on.
+template <typename O>
+Result<std::shared_ptr<const ProbeOptions>> ShareOptions(Result<O> parsed) {
+  if (!parsed) return parsed.failure();
+  return std::shared_ptr<const ProbeOptions>(std::make_shared<O>(std::move(parsed).value()));
+}
+
 // What `hostperf <command>` gets from the CLI binary.
 struct CommandContext {
   const config::Config& config;
