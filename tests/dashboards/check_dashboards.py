@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Static checks of the Grafana dashboards, without a Grafana server.
 
-  1. dashboards/grafana/*.json equal what generate_dashboards.py produces;
-  2. structure: unique stable uids, the datasource/job/instance variables, every
-     panel has a description, a unit and a Prometheus target on ${datasource};
+  1. dashboards/grafana/*.json equal what the jsonnet source renders
+     (dashboards/mixin/mixin.libsonnet's grafanaDashboards when the mixin is
+     there, else dashboards/mixin/dashboards/dashboards.libsonnet), compared
+     as JSON, and no other hostperf dashboard lies beside them;
+  2. structure: unique stable uids, the datasource/cluster/job/instance
+     variables, every panel has a description, a unit and a Prometheus target
+     on ${datasource}; every unit is a Grafana unit id (grafana_units.py);
      every alert has a severity, summary, templated description and a
-     runbook_url whose section exists in docs/runbooks.md (and vice versa);
+     runbook_url pointing at its section, which exists in docs/runbooks.md
+     (and vice versa);
   3. every PromQL expression (panels, variables, rules) parses: they are written
      into a temporary rules file as recording rules and `promtool check rules` runs;
   4. every dashboard type-checks as Grafana's `Dashboard` type: `npm ci` installs
@@ -13,7 +18,7 @@
      and `tsc --noEmit` compiles a generated .ts file per dashboard that declares
      the JSON as an object literal of that type (excess properties are errors).
 
-Usage: check_dashboards.py WORK_DIR [--promtool PATH] [--skip-npm]
+Usage: check_dashboards.py WORK_DIR [--promtool PATH] [--jsonnet PATH] [--skip-npm]
 """
 import argparse
 import json
@@ -25,6 +30,7 @@ import sys
 import yaml
 
 import dashboard_lib as lib
+import grafana_units
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -53,7 +59,7 @@ def check_structure(errors):
             fail(errors, f"{path.name}: missing, too long or duplicate uid {uid!r}")
         uids[uid] = path
         names = [v["name"] for v in board.get("templating", {}).get("list", [])]
-        for required in ("datasource", "job", "instance"):
+        for required in ("datasource", "cluster", "job", "instance"):
             if required not in names:
                 fail(errors, f"{path.name}: no `{required}` variable")
         ids = set()
@@ -77,6 +83,32 @@ def check_structure(errors):
                     fail(errors, f"{where}: target {t['refId']} ignores the job variable")
 
 
+def check_generated(errors, jsonnet, work):
+    """The checked-in JSON is what the jsonnet source renders (as JSON: formatting is the generator's)."""
+    mixin = lib.ROOT / "dashboards" / "mixin"
+    if (mixin / "mixin.libsonnet").exists():
+        source = ["-e", "(import 'mixin.libsonnet').grafanaDashboards"]
+    else:
+        source = [str(mixin / "dashboards" / "dashboards.libsonnet")]
+    out = work / "rendered-dashboards"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    result = subprocess.run([jsonnet, "-J", str(mixin), "-m", str(out)] + source, capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(errors, f"jsonnet failed:\n{result.stderr}")
+        return
+    rendered = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
+    checked_in = {p.name: board for p, board in lib.dashboards()}
+    for name in sorted(set(rendered) | set(checked_in)):
+        if name not in checked_in:
+            fail(errors, f"{name}: rendered by the jsonnet source but not checked in (regenerate dashboards/grafana)")
+        elif name not in rendered:
+            fail(errors, f"{name}: checked in but the jsonnet source does not render it")
+        elif rendered[name] != checked_in[name]:
+            fail(errors, f"{name}: differs from what the jsonnet source renders (regenerate dashboards/grafana)")
+    print(f"ok: {len(rendered)} dashboards rendered from jsonnet")
+
+
 def check_alert_annotations(errors):
     """Severity, summary, description and a runbook_url whose section exists, for every alert."""
     runbooks = (lib.ROOT / "docs" / "runbooks.md").read_text(encoding="utf-8")
@@ -92,8 +124,8 @@ def check_alert_annotations(errors):
         notes = rule.get("annotations", {})
         if not notes.get("summary") or "{{" not in notes.get("description", ""):
             fail(errors, f"{name}: needs a summary and a templated description")
-        if notes.get("runbook_url") != f"docs/runbooks.md#{name.lower()}":
-            fail(errors, f"{name}: runbook_url must be docs/runbooks.md#{name.lower()}")
+        if not notes.get("runbook_url", "").endswith(f"#{name.lower()}"):
+            fail(errors, f"{name}: runbook_url must point at the #{name.lower()} section of the runbooks")
         if name.lower() not in sections:
             fail(errors, f"{name}: no '## {name}' section in docs/runbooks.md")
     for section in sorted(sections - alerts):
@@ -146,15 +178,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("work", type=pathlib.Path)
     parser.add_argument("--promtool", default=shutil.which("promtool") or "promtool")
+    parser.add_argument("--jsonnet", default=shutil.which("jsonnet") or "jsonnet")
     parser.add_argument("--skip-npm", action="store_true", help="skip the TypeScript check (for quick local runs)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     errors = []
-    generated = subprocess.run([sys.executable, str(HERE / "generate_dashboards.py"), "--check"],
-                               capture_output=True, text=True)
-    if generated.returncode != 0:
-        fail(errors, generated.stderr.strip())
+    check_generated(errors, args.jsonnet, args.work)
     check_structure(errors)
+    unit_errors = grafana_units.self_test() + grafana_units.check(
+        [(path.name, board) for path, board in lib.dashboards()])
+    errors.extend(unit_errors)
+    if not unit_errors:
+        print("ok: every unit is a Grafana unit id")
     check_alert_annotations(errors)
     check_promql(errors, args.promtool, args.work)
     if not args.skip_npm:
