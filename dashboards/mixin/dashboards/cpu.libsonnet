@@ -6,6 +6,7 @@ function(config)
   local t = config.dashboardThresholds;
   local LOW_LOAD = g.steps(c.green, [[t.lowLoadIdealSeconds, c.yellow], [t.lowLoadMaxSeconds, c.red]]);
   local BASELINE = g.steps(c.green, [[t.baselineRatio, c.red]]);
+  local FLEET = g.steps(c.green, [[t.cpuFleetRatio, c.red]]);
   g.dashboard(config, 'hostperf-cpu', 'hostperf / CPU',
               'vcpuperf-style CPU checks: task timing under high and low load, throttling, the '
               + 'checksum-verified workload against its per-binary baseline and the fleet.', ['hostperf', 'cpu'], [
@@ -33,7 +34,7 @@ function(config)
     g.timeseries('Ratio to fleet median', 'Workload CPU time / median of the fleet\'s hosts with the same binary '
                                           + 'fingerprint and CPU model. Alert above 1.2 for 30 minutes (with 3 or more hosts).',
                  [g.target('hostperf:cpu_workload_cpu_seconds:fleet_ratio{%s}' % SEL, '{{instance}} {{cpu_model}}')],
-                 'none', BASELINE),
+                 'none', FLEET),
     g.timeseries('Real time vs CPU time', 'Wall-clock vs CPU time of the workload (scheduled and full). Real '
                                           + 'time well above CPU time: the host is contended.',
                  [g.target('hostperf_cpu_workload_real_seconds{%s}' % SEL, '{{instance}} real {{mode}}'),

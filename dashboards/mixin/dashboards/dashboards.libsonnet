@@ -1,12 +1,15 @@
 // The hostperf Grafana dashboards: filename -> dashboard JSON.
 //
-// The shared mixin _config (when this object is merged onto it, or merged
-// with `{_config+:: ...}`) wins over the dashboard defaults. Generate with:
+// Settings: the dashboard defaults (defaults.libsonnet), then the shared
+// mixin settings (../config.libsonnet), then `_config` of whatever this
+// object is merged onto, then `+ {_config+:: {...}}` on this object. Generate:
 //   jsonnet -J dashboards/mixin -m dashboards/grafana dashboards/mixin/dashboards/dashboards.libsonnet
+// (or the mixin's generate.sh).
 local defaults = import 'defaults.libsonnet';
+local shared = (import '../config.libsonnet')._config;
 
 {
-  _config:: defaults + (if '_config' in super then super._config else {}),
+  _config:: defaults + shared + (if '_config' in super then super._config else {}),
 
   'hostperf-overview.json': (import 'overview.libsonnet')($._config),
   'hostperf-cpu.json': (import 'cpu.libsonnet')($._config),

@@ -1,38 +1,54 @@
-// Dashboard defaults. The shared mixin _config (../config.libsonnet) wins over
-// these where both define a field: dashboards.libsonnet merges it on top.
+// Dashboard settings. dashboards.libsonnet merges the shared mixin settings
+// (../config.libsonnet) over this file, so the fields below that the shared
+// file also defines (selector, fleet labels, thresholds) are only fallbacks;
+// dashboardThresholds reads the merged values through `$`.
 {
-  // Extra label matchers every hostperf series carries (e.g. 'job="hostperf"'), '' for none.
+  // --- fallbacks of the shared _config -------------------------------------
   hostperfSelector: '',
-  // The label that tells fleets apart (the `cluster` variable) and the label
-  // grouped by where a series lacks it.
   fleetLabel: 'cluster',
   fleetFallbackLabel: 'job',
-  // How far back "Exporters up" looks for targets that served hostperf, so a
-  // target that went down stays listed (as down) instead of vanishing.
-  exporterLookback: '1d',
+  exporterSeenWindow: '1d',
+  cpuLowLoadMedianSeconds: 200e-6,
+  cpuThrottleRatio: 2,
+  baselineRatio: { disk: 0.7, memory: 0.8, cpu: 1.2 },
+  cpuFleetRatio: 1.2,
+  diskPerCoreMinimumBytes: 20 * 1048576,
+  diskPerCoreRecommendedBytes: 40 * 1048576,
+  fleetRatio: 0.7,
+  rttIdealSeconds: 200e-6,
+  rttMaxSeconds: 1e-3,
+  clockSkewMaxSeconds: 1,
+  tcpMinBytes: 100 * 1048576,
+  tcpIdealBytes: 800 * 1048576,
+  lossRatio: 0.01,
+  burstCapRatio: 0.5,
+  probeStaleIntervals: 3,
+
+  // --- dashboard-only ------------------------------------------------------
   // Rows in the fleet view's worst-hosts tables.
   worstHosts: 10,
-  // docs/thresholds.md, in base units (MB = 2^20 bytes). Only the dashboards read these.
+  // The colour steps of the panels (docs/thresholds.md; MB = 2^20 bytes).
   dashboardThresholds: {
-    lowLoadIdealSeconds: 100e-6,
-    lowLoadMaxSeconds: 200e-6,
-    throttleRatio: 2,
-    baselineRatio: 1.2,
-    diskMinBytesPerCore: 20 * 1048576,
-    diskRecommendedBytesPerCore: 40 * 1048576,
-    diskFleetRatio: 0.7,
-    rttIdealSeconds: 200e-6,
-    rttMaxSeconds: 1e-3,
-    clockOffsetSeconds: 1,
-    tcpMinBytesPerSecond: 100 * 1048576,
-    tcpIdealBytesPerSecond: 800 * 1048576,
+    lowLoadIdealSeconds: 100e-6,  // vcpuperf: yellow above
+    lowLoadMaxSeconds: $.cpuLowLoadMedianSeconds,
+    throttleRatio: $.cpuThrottleRatio,
+    baselineRatio: $.baselineRatio.cpu,
+    cpuFleetRatio: $.cpuFleetRatio,
+    diskMinBytesPerCore: $.diskPerCoreMinimumBytes,
+    diskRecommendedBytesPerCore: $.diskPerCoreRecommendedBytes,
+    diskFleetRatio: $.fleetRatio,
+    rttIdealSeconds: $.rttIdealSeconds,
+    rttMaxSeconds: $.rttMaxSeconds,
+    clockOffsetSeconds: $.clockSkewMaxSeconds,
+    tcpMinBytesPerSecond: $.tcpMinBytes,
+    tcpIdealBytesPerSecond: $.tcpIdealBytes,
     // Scheduled bursts are capped (probes.net.throughput_rate): judged as a share of the cap.
+    burstCapRatioMin: $.burstCapRatio,
     burstCapRatioWarn: 0.9,
-    burstCapRatioMin: 0.5,
-    pingLossRatio: 0.01,
+    pingLossRatio: $.lossRatio,
     udpLossRatio: 0.05,
-    memoryBaselineRatio: 0.8,
+    memoryBaselineRatio: $.baselineRatio.memory,
     staleIntervalsWarn: 1.5,
-    staleIntervals: 3,
+    staleIntervals: $.probeStaleIntervals,
   },
 }

@@ -14,9 +14,9 @@ function(config)
     // `up` is there for a down target too; hostperf_build_info is not, so the
     // join looks back for targets that served hostperf at all.
     g.stat('Exporters up', 'Scrape status of every target that served hostperf in the last %s (up or down). '
-                           % config.exporterLookback + 'Alert: HostperfExporterDown.',
+                           % config.exporterSeenWindow + 'Alert: HostperfExporterDown.',
            [g.target('up{%s} and on(instance, job) group by (instance, job) (last_over_time(hostperf_build_info{%s}[%s]))'
-                     % [SEL, SEL, config.exporterLookback], '{{instance}}', instant=true)],
+                     % [SEL, SEL, config.exporterSeenWindow], '{{instance}}', instant=true)],
            'none', UP, w=8, h=6, mappings=upMap),
     g.bargauge('Probe staleness (intervals since success)',
                'Seconds since each probe last succeeded, in probe intervals. %g or more: HostperfProbeStale.'
@@ -51,7 +51,7 @@ function(config)
     g.bargauge('CPU time vs fleet', 'Workload CPU time / median of the fleet\'s hosts with the same binary '
                                     + 'fingerprint and CPU model. Above 1.2: HostperfCpuSlowerThanFleet.',
                [g.target('hostperf:cpu_workload_cpu_seconds:fleet_ratio{%s}' % SEL, '{{instance}}', instant=true)],
-               'none', g.steps(c.green, [[t.baselineRatio, c.red]]), w=6, min=0),
+               'none', g.steps(c.green, [[t.cpuFleetRatio, c.red]]), w=6, min=0),
 
     g.row('Disk (vioperf)'),
     // The scheduled burst (one thread, 64 MB, idle priority) cannot measure
