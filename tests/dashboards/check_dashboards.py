@@ -13,6 +13,10 @@
      (and vice versa);
   3. every PromQL expression (panels, variables, rules) parses: they are written
      into a temporary rules file as recording rules and `promtool check rules` runs;
+     and `promtool test rules` checks what the fixed and fleet panels show on
+     synthetic series (a stopped exporter stays listed as down, bursts against
+     their cap, disk against the same-role fleet median with the fallback
+     label, observers down per host);
   4. every dashboard type-checks as Grafana's `Dashboard` type: `npm ci` installs
      @grafana/schema and typescript (pinned in package-lock.json) into WORK_DIR
      and `tsc --noEmit` compiles a generated .ts file per dashboard that declares
@@ -111,6 +115,7 @@ def check_generated(errors, jsonnet, work):
 
 def check_alert_annotations(errors):
     """Severity, summary, description and a runbook_url whose section exists, for every alert."""
+    before = len(errors)
     runbooks = (lib.ROOT / "docs" / "runbooks.md").read_text(encoding="utf-8")
     sections = {line[3:].strip().lower() for line in runbooks.splitlines() if line.startswith("## ")}
     alerts = set()
@@ -130,7 +135,8 @@ def check_alert_annotations(errors):
             fail(errors, f"{name}: no '## {name}' section in docs/runbooks.md")
     for section in sorted(sections - alerts):
         fail(errors, f"docs/runbooks.md: section {section!r} has no alert")
-    print(f"ok: {len(alerts)} alerts have severity, summary, description and a runbook section")
+    if len(errors) == before:
+        print(f"ok: {len(alerts)} alerts have severity, summary, description and a runbook section")
 
 
 def check_promql(errors, promtool, work):
@@ -143,6 +149,88 @@ def check_promql(errors, promtool, work):
         fail(errors, f"promtool check rules on the dashboard queries:\n{result.stdout}{result.stderr}")
     else:
         print(f"ok: {len(rules)} dashboard queries parse")
+
+
+def panel_expr(uid, title, ref="A"):
+    """A dashboard target's expression with the variables set to All."""
+    for _, board in lib.dashboards():
+        for panel in board["panels"]:
+            if board["uid"] == uid and panel["title"] == title:
+                return lib.expand(next(t["expr"] for t in panel["targets"] if t["refId"] == ref))
+    raise KeyError(f"{uid}: no panel {title!r}")
+
+
+MIB = 1048576
+
+
+def semantics_tests():
+    """promtool unit tests of what the fixed and fleet panels show, on synthetic series (1m steps)."""
+    def series(name, labels, values):
+        return {"series": name + "{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}", "values": values}
+
+    def sample(labels, value):
+        return {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}", "value": value}
+
+    # Exporters up: a (stopped after 3 minutes: hostperf_build_info goes stale, `up` reads 0) stays listed
+    # as 0; b is up; n is a target that never served hostperf and is not listed.
+    a, b, n = ({"instance": i, "job": "hostperf", "cluster": "c1"} for i in ("a:9580", "b:9580", "n:9100"))
+    exporters = {"interval": "1m", "input_series": [
+        series("up", a, "1 1 1 0 0 0 0 0 0 0"), series("hostperf_build_info", a, "1 1 1 stale"),
+        series("up", b, "1x10"), series("hostperf_build_info", b, "1x10"), series("up", n, "1x10")],
+        "promql_expr_test": [{"expr": panel_expr("hostperf-overview", "Exporters up"), "eval_time": "8m",
+                              "exp_samples": [sample({**a, "__name__": "up"}, 0), sample({**b, "__name__": "up"}, 1)]}]}
+
+    # Scheduled TCP bursts against their cap (32 MiB/s): a 16 MiB/s burst is half of it, whatever 100 MB/s says.
+    cap = {"interval": "1m", "input_series": [
+        series("hostperf_net_tcp_throughput_bytes_per_second", {**a, "peer": "b:9581"}, f"{16 * MIB}x5"),
+        series("hostperf_net_tcp_throughput_bytes_per_second", {**a, "peer": "c:9581"}, f"{32 * MIB}x5"),
+        series("hostperf_net_throughput_rate_limit_bytes_per_second", a, f"{32 * MIB}x5")],
+        "promql_expr_test": [{"expr": panel_expr("hostperf-overview", "Lowest TCP burst vs its cap"),
+                              "eval_time": "4m", "exp_samples": [sample({"instance": "a:9580"}, 0.5)]}]}
+
+    # Disk vs the fleet median of the same role: in cluster c1, h3's /data array is slow (gpcheckperf: 365 vs
+    # 620 MB/s) next to fast state SSDs (median of all six would be 810); c2 has no cluster label (its job is
+    # the fleet) and is slow throughout, which is its own normal.
+    disk_series, expected = [], []
+    hosts = [("h1", "c1", "hostperf", 620), ("h2", "c1", "hostperf", 620), ("h3", "c1", "hostperf", 365),
+             ("h4", None, "hostperf-c2", 365), ("h5", None, "hostperf-c2", 365)]
+    for host, cluster, job, data_rate in hosts:
+        target = {"instance": host + ":9580", "job": job, **({"cluster": cluster} if cluster else {})}
+        dirs = [("/data", "data", data_rate)] + ([("/var/lib/hostperf", "state", 1000)] if cluster else [])
+        for directory, role, rate in dirs:
+            labels = {**target, "directory": directory}
+            disk_series.append(series("hostperf_disk_directory_info", {**labels, "role": role}, "1x5"))
+            disk_series.append(series("hostperf_disk_throughput_bytes_per_second", {**labels, "test": "Write"},
+                                      f"{rate * MIB}x5"))
+            expected.append(sample({**labels, "test": "Write", "role": role, "fleet": cluster or job},
+                                   rate / 620 if (cluster and role == "data") else 1))
+    disk = {"interval": "1m", "input_series": disk_series,
+            "promql_expr_test": [{"expr": panel_expr("hostperf-fleet", "Disk: slowest vs fleet median of the same role"),
+                                  "eval_time": "4m", "exp_samples": expected}]}
+
+    # Observers: p1 is seen down by 2 of its 3 observers, p2 up by both of its own.
+    obs = []
+    for observer, peer, up in [("h1", "p1", 0), ("h2", "p1", 0), ("h3", "p1", 1), ("h1", "p2", 1), ("h2", "p2", 1)]:
+        obs.append(series("hostperf_net_peer_up", {"instance": observer, "job": "hostperf", "peer": peer}, f"{up}x5"))
+    title = "Observers down per host"
+    observers = {"interval": "1m", "input_series": obs, "promql_expr_test": [
+        {"expr": panel_expr("hostperf-fleet", title, "A"), "eval_time": "4m",
+         "exp_samples": [sample({"peer": "p1"}, 2), sample({"peer": "p2"}, 0)]},
+        {"expr": panel_expr("hostperf-fleet", title, "B"), "eval_time": "4m",
+         "exp_samples": [sample({"peer": "p1"}, 3), sample({"peer": "p2"}, 2)]},
+        {"expr": panel_expr("hostperf-fleet", title, "C"), "eval_time": "4m",
+         "exp_samples": [sample({"peer": "p1"}, 2 / 3), sample({"peer": "p2"}, 0)]}]}
+    return {"rule_files": [], "evaluation_interval": "1m", "tests": [exporters, cap, disk, observers]}
+
+
+def check_query_semantics(errors, promtool, work):
+    path = work / "dashboard-semantics.test.yml"
+    path.write_text(yaml.safe_dump(semantics_tests(), sort_keys=False), encoding="utf-8")
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True)
+    if result.returncode != 0:
+        fail(errors, f"promtool test rules on the dashboard query semantics ({path}):\n{result.stdout}{result.stderr}")
+    else:
+        print("ok: exporters-up keeps down targets, bursts vs cap, disk vs same-role fleet median, observers down")
 
 
 def check_types(errors, work):
@@ -192,6 +280,7 @@ def main():
         print("ok: every unit is a Grafana unit id")
     check_alert_annotations(errors)
     check_promql(errors, args.promtool, args.work)
+    check_query_semantics(errors, args.promtool, args.work)
     if not args.skip_npm:
         check_types(errors, args.work)
     for e in errors:
