@@ -6,7 +6,7 @@
      there, else dashboards/mixin/dashboards/dashboards.libsonnet), compared
      as JSON, and no other hostperf dashboard lies beside them;
   2. structure: unique stable uids, the datasource/cluster/job/instance
-     variables, every panel has a description, a unit and a Prometheus target
+     variables, panels inside the grid without overlaps, every panel has a description, a unit and a Prometheus target
      on ${datasource}; every unit is a Grafana unit id (grafana_units.py);
      every alert has a severity, summary, templated description and a
      runbook_url pointing at its section, which exists in docs/runbooks.md
@@ -16,7 +16,7 @@
      and `promtool test rules` checks what the fixed and fleet panels show on
      synthetic series (a stopped exporter stays listed as down, bursts against
      their cap, disk against the same-role fleet median with the fallback
-     label, observers down per host);
+     label, observers down per host, the RTT matrix and worst RTT per host);
   4. every dashboard type-checks as Grafana's `Dashboard` type: `npm ci` installs
      @grafana/schema and typescript (pinned in package-lock.json) into WORK_DIR
      and `tsc --noEmit` compiles a generated .ts file per dashboard that declares
@@ -67,7 +67,16 @@ def check_structure(errors):
             if required not in names:
                 fail(errors, f"{path.name}: no `{required}` variable")
         ids = set()
+        cells = {}
         for panel in board["panels"]:
+            pos = panel.get("gridPos", {})
+            if pos.get("x", 0) + pos.get("w", 0) > 24:
+                fail(errors, f"{path.name}: panel {panel['title']!r} is wider than the 24-column grid")
+            for x in range(pos.get("x", 0), pos.get("x", 0) + pos.get("w", 0)):
+                for y in range(pos.get("y", 0), pos.get("y", 0) + pos.get("h", 0)):
+                    if (x, y) in cells:
+                        fail(errors, f"{path.name}: panels {cells[(x, y)]!r} and {panel['title']!r} overlap")
+                    cells[(x, y)] = panel["title"]
             if panel["id"] in ids:
                 fail(errors, f"{path.name}: duplicate panel id {panel['id']}")
             ids.add(panel["id"])
@@ -208,19 +217,39 @@ def semantics_tests():
             "promql_expr_test": [{"expr": panel_expr("hostperf-fleet", "Disk: slowest vs fleet median of the same role"),
                                   "eval_time": "4m", "exp_samples": expected}]}
 
-    # Observers: p1 is seen down by 2 of its 3 observers, p2 up by both of its own.
+    # Observers: p1 is seen down by 2 of its 3 observers, p2 up by both of its own; the host column is the
+    # peer without its port (a peer named without one is taken whole).
     obs = []
-    for observer, peer, up in [("h1", "p1", 0), ("h2", "p1", 0), ("h3", "p1", 1), ("h1", "p2", 1), ("h2", "p2", 1)]:
+    for observer, peer, up in [("h1", "p1:9581", 0), ("h2", "p1:9581", 0), ("h3", "p1:9581", 1), ("h1", "p2", 1),
+                               ("h2", "p2", 1)]:
         obs.append(series("hostperf_net_peer_up", {"instance": observer, "job": "hostperf", "peer": peer}, f"{up}x5"))
     title = "Observers down per host"
+    p1, p2 = {"peer": "p1:9581", "host": "p1"}, {"peer": "p2", "host": "p2"}
     observers = {"interval": "1m", "input_series": obs, "promql_expr_test": [
         {"expr": panel_expr("hostperf-fleet", title, "A"), "eval_time": "4m",
-         "exp_samples": [sample({"peer": "p1"}, 2), sample({"peer": "p2"}, 0)]},
+         "exp_samples": [sample(p1, 2), sample(p2, 0)]},
         {"expr": panel_expr("hostperf-fleet", title, "B"), "eval_time": "4m",
-         "exp_samples": [sample({"peer": "p1"}, 3), sample({"peer": "p2"}, 2)]},
+         "exp_samples": [sample(p1, 3), sample(p2, 2)]},
         {"expr": panel_expr("hostperf-fleet", title, "C"), "eval_time": "4m",
-         "exp_samples": [sample({"peer": "p1"}, 2 / 3), sample({"peer": "p2"}, 0)]}]}
-    return {"rule_files": [], "evaluation_interval": "1m", "tests": [exporters, cap, disk, observers]}
+         "exp_samples": [sample(p1, 2 / 3), sample(p2, 0)]}]}
+    # RTT: every ping of h1 and h2 to p1 falls in (200 us, 1 ms], median 600 us (interpolated); h3's in
+    # (0, 200 us], median 100 us. Matrix: rows and columns name hosts without ports; worst hosts: p1's
+    # observers' median of medians.
+    rtt = []
+    for observer, per_bucket in [("h1", (0, 60, 60)), ("h2", (0, 60, 60)), ("h3", (60, 60, 60))]:
+        for le, count in zip(("0.0002", "0.001", "+Inf"), per_bucket):
+            rtt.append(series("hostperf_net_rtt_seconds_bucket",
+                              {"instance": observer + ":9580", "job": "hostperf", "peer": "p1:9581", "le": le},
+                              f"0+{count}x10"))
+    slow = 0.0002 + (0.001 - 0.0002) * 0.5  # as Prometheus interpolates, to the last bit
+    matrix = [sample({"instance": o + ":9580", "observer": o, "peer": "p1:9581", "host": "p1"}, v)
+              for o, v in (("h1", slow), ("h2", slow), ("h3", 0.0002 * 0.5))]
+    rtt_test = {"interval": "1m", "input_series": rtt, "promql_expr_test": [
+        {"expr": panel_expr("hostperf-fleet", "RTT matrix (median over 5 minutes)"), "eval_time": "8m",
+         "exp_samples": matrix},
+        {"expr": panel_expr("hostperf-fleet", "Network: worst median RTT as seen by observers"), "eval_time": "8m",
+         "exp_samples": [sample({"peer": "p1:9581", "host": "p1"}, slow)]}]}
+    return {"rule_files": [], "evaluation_interval": "1m", "tests": [exporters, cap, disk, observers, rtt_test]}
 
 
 def check_query_semantics(errors, promtool, work):
@@ -230,7 +259,8 @@ def check_query_semantics(errors, promtool, work):
     if result.returncode != 0:
         fail(errors, f"promtool test rules on the dashboard query semantics ({path}):\n{result.stdout}{result.stderr}")
     else:
-        print("ok: exporters-up keeps down targets, bursts vs cap, disk vs same-role fleet median, observers down")
+        print("ok: exporters-up keeps down targets, bursts vs cap, disk vs same-role fleet median, observers down, "
+              "RTT matrix and worst RTT")
 
 
 def check_types(errors, work):

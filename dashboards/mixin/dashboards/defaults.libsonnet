@@ -23,6 +23,9 @@
   lossRatio: 0.01,
   burstCapRatio: 0.5,
   probeStaleIntervals: 3,
+  // The host in `instance` (its exporter) and in `peer` (its responder): the
+  // first group; a value that does not match is taken whole.
+  hostFromInstanceRegex: '(.+):[0-9]+',
 
   // --- dashboard-only ------------------------------------------------------
   // Rows in the fleet view's worst-hosts tables.

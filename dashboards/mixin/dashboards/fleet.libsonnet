@@ -19,6 +19,11 @@ function(config)
   // Median RTT of each observer (instance) to each peer over 5 minutes.
   local rttMedian(sel) =
     'histogram_quantile(0.5, sum by (instance, peer, le) (rate(hostperf_net_rtt_seconds_bucket{%s}[5m])))' % sel;
+  // Label `to` := the host in label `from` (the whole value where the regex does not match), so an
+  // observer (instance, its exporter) and an observed host (peer, its responder) read the same.
+  local hostOf(expr, from, to) =
+    'label_replace(label_replace(%s, "%s", "$1", "%s", "(.*)"), "%s", "$1", "%s", "%s")'
+    % [expr, to, from, to, from, config.hostFromInstanceRegex];
   // Per host (peer label): observers that see it down, and all its observers.
   local observersDown = 'sum by (peer) (hostperf_net_peer_up{%s} == bool 0)' % FLEET;
   local observers = 'count by (peer) (hostperf_net_peer_up{%s})' % FLEET;
@@ -37,17 +42,18 @@ function(config)
     g.table('RTT matrix (median over 5 minutes)',
             'Rows: observers; columns: the peers each one probes (a stable set of about K peers per host, so the '
             + 'matrix is sparse). Ideal 200 us or less (yellow above), maximum 1000 us (red above).',
-            [g.target(rttMedian(SEL), instant=true, format='table')], 's', RTT, w=24, h=12,
-            cellType='color-background',
-            extra=[{ id: 'groupingToMatrix', options: { columnField: 'peer', rowField: 'instance', valueField: 'Value' } }]),
+            [g.target(hostOf(hostOf(rttMedian(SEL), 'instance', 'observer'), 'peer', 'host'), instant=true,
+                      format='table')], 's', RTT, w=24, h=12, cellType='color-background',
+            extra=[{ id: 'groupingToMatrix', options: { columnField: 'host', rowField: 'observer', valueField: 'Value' } }]),
     g.table('Observers down per host',
             'For each host (peer), how many of the hosts that observe it saw it down in their last pings, out of '
             + 'all its observers. Most observers down: the host (or its responder) is down, not a link.',
-            [g.target(observersDown, instant=true, format='table'),
-             g.target(observers, instant=true, format='table', ref='B'),
-             g.target('%s / %s' % [observersDown, observers], instant=true, format='table', ref='C')],
+            [g.target(hostOf(observersDown, 'peer', 'host'), instant=true, format='table'),
+             g.target(hostOf(observers, 'peer', 'host'), instant=true, format='table', ref='B'),
+             g.target(hostOf('%s / %s' % [observersDown, observers], 'peer', 'host'), instant=true, format='table',
+                      ref='C')],
             'none', w=12, h=10, merge=true, sortBy=['share down', true], hide=['Time'],
-            rename={ peer: 'host (peer)', 'Value #A': 'observers down', 'Value #B': 'observers',
+            rename={ 'Value #A': 'observers down', 'Value #B': 'observers',
                      'Value #C': 'share down' },
             overrides=[g.columnOverride('share down', 'percentunit', DOWN_SHARE, 'color-background')]),
     g.table('Peer sets per host',
@@ -65,14 +71,15 @@ function(config)
             rename={ Value: 'vs fleet median' }),
     g.table('Network: worst median RTT as seen by observers',
             'Per host, the median over its observers of their median RTT to it (5 minutes), highest %d.' % n,
-            [g.target('topk(%d, quantile by (peer) (0.5, %s))' % [n, rttMedian(FLEET)], instant=true,
-                      format='table')], 's', RTT, w=8, h=10, cellType='color-background',
-            sortBy=['median RTT', true], hide=['Time'], rename={ peer: 'host (peer)', Value: 'median RTT' }),
+            [g.target(hostOf('topk(%d, quantile by (peer) (0.5, %s))' % [n, rttMedian(FLEET)], 'peer', 'host'),
+                      instant=true, format='table')], 's', RTT, w=8, h=10, cellType='color-background',
+            sortBy=['median RTT', true], hide=['Time'], rename={ Value: 'median RTT' }),
     g.table('Network: most observers down',
             'Per host, the share of its observers that see it down, highest %d.' % n,
-            [g.target('topk(%d, %s / %s)' % [n, observersDown, observers], instant=true, format='table')],
+            [g.target(hostOf('topk(%d, %s / %s)' % [n, observersDown, observers], 'peer', 'host'), instant=true,
+                      format='table')],
             'percentunit', DOWN_SHARE, w=8, h=10, cellType='color-background', sortBy=['share down', true],
-            hide=['Time'], rename={ peer: 'host (peer)', Value: 'share down' }),
+            hide=['Time'], rename={ Value: 'share down' }),
     g.table('CPU: slowest vs own baseline',
             'Scheduled workload CPU time / this binary\'s baseline, highest %d. Above 1.2: slower than it was.' % n,
             [g.target('topk(%d, hostperf_cpu_baseline_ratio{%s})' % [n, SEL], instant=true, format='table')],
