@@ -24,8 +24,12 @@ function(config)
                [g.target('hostperf:probe_seconds_since_success{%s} / on(instance, job, probe) hostperf_probe_interval_seconds'
                          % SEL, '{{instance}} {{probe}}', instant=true)],
                'none', g.steps(c.green, [[t.staleIntervalsWarn, c.yellow], [t.staleIntervals, c.red]]), w=8, h=6, min=0),
-    g.table('Firing hostperf alerts', 'Alerts from the hostperf rules now pending or firing.',
-            [g.target('ALERTS{alertname=~"Hostperf.*", %s}' % SEL, instant=true, format='table')], 'none', w=8, h=6,
+    // Host-level and link alerts name hosts by `host`/`observer` and may have no
+    // instance or job label: those match the empty value too.
+    g.table('Firing hostperf alerts', 'Alerts from the hostperf rules now pending or firing (alerts about a '
+                                      + 'host as its observers see it have no instance and are always listed).',
+            [g.target('ALERTS{alertname=~"Hostperf.*", %s=~"$cluster", job=~"$job|", instance=~"$instance|"}'
+                      % config.fleetLabel, instant=true, format='table')], 'none', w=8, h=6,
             hide=['Time', 'Value', '__name__']),
     g.timeseries('Probe run time', 'Wall-clock time of each probe\'s last run (scheduled runs are short bursts; '
                                    + 'a run past its timeout fails with reason timeout).',
