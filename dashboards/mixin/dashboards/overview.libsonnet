@@ -101,7 +101,7 @@ function(config)
                + 'are judged on full runs (fleet view).',
                [g.target('min by (instance) (hostperf_net_tcp_throughput_bytes_per_second{%s} / on(instance, job) group_left hostperf_net_throughput_rate_limit_bytes_per_second{%s})'
                          % [SEL, SEL], '{{instance}}', instant=true)], 'percentunit',
-               g.steps(c.red, [[t.burstCapRatioMin, c.yellow], [t.burstCapRatioWarn, c.green]]), w=6, min=0),
+               g.steps(c.red, [[t.burstCapRatioMin, c.yellow], [t.burstCapRatioWarn, c.green]]), w=6, min=0, max=1),
     g.bargauge('Peers down', 'Peers that did not answer the last pings.',
                [g.target('count by (instance) (hostperf_net_peer_up{%s} == 0) or on(instance) (0 * group by (instance) (hostperf_net_peer_up{%s}))'
                          % [SEL, SEL], '{{instance}}', instant=true)], 'none', g.steps(c.green, [[1, c.red]]), w=6,
