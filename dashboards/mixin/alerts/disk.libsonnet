@@ -26,7 +26,7 @@ local p = import '../lib/promql.libsonnet';
         a('HostperfDiskSlowerThanBaseline',
           'hostperf:disk_throughput_bytes_per_second:baseline_ratio < %g' % c.baselineRatio.disk,
           'warning', 'Disk {{ $labels.test }} slower than its baseline on {{ $labels.instance }}',
-          '{{ $labels.test }} in {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) runs at {{ $value | humanizePercentage }} of its own median of the last %s (scheduled bursts averaged over %s), below %g %% for %s.' % [c.baselineWindow, c.smoothWindow, c.baselineRatio.disk * 100, c.forVeryLong],
+          '{{ $labels.test }} in {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) runs at {{ $value | humanizePercentage }} of its own median of the last %s (scheduled bursts averaged over %s), below %g %% for %s.' % [p.words(c.baselineWindow), p.words(c.smoothWindow), c.baselineRatio.disk * 100, p.words(c.forVeryLong)],
           c.forVeryLong),
         // gpcheckperf field report: one array at 365 MB/s against 620 for its
         // peers (59 %). Compared within the fleet and the directory role only.
@@ -37,12 +37,12 @@ local p = import '../lib/promql.libsonnet';
             hostperf_fleet:disk_throughput_bytes_per_second:count >= %(n)d
           ||| % { r: c.fleetRatio, f: c.fleetLabel, n: c.fleetMinHosts },
           'warning', 'Disk {{ $labels.test }} slower than its fleet on {{ $labels.instance }}',
-          '{{ $labels.test }} in {{ $labels.directory }} ({{ $labels.role }}) on {{ $labels.instance }} runs at {{ $value | humanizePercentage }} of the median of the {{ $labels.role }} directories of %s {{ $labels.%s }}, below %g %% for %s: one array much slower than its peers.' % [c.fleetLabel, c.fleetLabel, c.fleetRatio * 100, c.forVeryLong],
+          '{{ $labels.test }} in {{ $labels.directory }} ({{ $labels.role }}) on {{ $labels.instance }} runs at {{ $value | humanizePercentage }} of the median of the {{ $labels.role }} directories of %s {{ $labels.%s }}, below %g %% for %s: one array much slower than its peers.' % [c.fleetLabel, c.fleetLabel, c.fleetRatio * 100, p.words(c.forVeryLong)],
           c.forVeryLong),
         a('HostperfDiskVerifyErrors',
           p.hostLabels(c, 'increase(%s[%s]) > 0' % [m('hostperf_disk_verify_errors_total'), c.errorWindow]),
           'critical', 'Disk returned corrupt data on {{ $labels.instance }}',
-          'Blocks read back from {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) in the last %s had a wrong CRC32C, file, offset or generation (hostperf_disk_verify_errors_total rose): the storage returned data it was not given.' % c.errorWindow),
+          'Blocks read back from {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) in the last %s had a wrong CRC32C, file, offset or generation (hostperf_disk_verify_errors_total rose): the storage returned data it was not given.' % p.words(c.errorWindow)),
         // p99 of latencyWindow above twice its baseline, and above 1 ms.
         a('HostperfDiskLatencyRegression',
           p.hostLabels(c, |||
@@ -50,7 +50,7 @@ local p = import '../lib/promql.libsonnet';
               > %g
           ||| % [c.diskLatencyRegressionFactor, c.diskLatencyFloorSeconds]),
           'warning', 'Disk {{ $labels.op }} latency regressed on {{ $labels.instance }}',
-          'The p99 latency of {{ $labels.op }} in {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) is {{ $value | humanizeDuration }} over the last %s, more than %g times its median of the last %s, for %s.' % [c.latencyWindow, c.diskLatencyRegressionFactor, c.baselineWindow, c.forVeryLong],
+          'The p99 latency of {{ $labels.op }} in {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) is {{ $value | humanizeDuration }} over the last %s, more than %g times its median of the last %s, for %s.' % [p.words(c.latencyWindow), c.diskLatencyRegressionFactor, p.words(c.baselineWindow), p.words(c.forVeryLong)],
           c.forVeryLong),
       ],
     }],

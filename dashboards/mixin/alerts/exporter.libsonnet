@@ -26,7 +26,7 @@ local p = import '../lib/promql.libsonnet';
             m('hostperf_build_info'), c.exporterSeenWindow,
           ]),
           'critical', 'hostperf_exporter down on {{ $labels.instance }}',
-          'Prometheus has not been able to scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}) for %s: no performance data comes from this host.' % c.forExporterDown,
+          'Prometheus has not been able to scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}) for %s: no performance data comes from this host.' % p.words(c.forExporterDown),
           c.forExporterDown),
         a('HostperfConfigReloadFailed',
           p.hostLabels(c, '%s == 0' % m('hostperf_config_last_reload_successful')),

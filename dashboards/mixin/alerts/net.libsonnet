@@ -24,13 +24,13 @@ local p = import '../lib/promql.libsonnet';
         unless on(%(f)s, %(o)s) label_replace(hostperf_host:net_impaired:bool == 1, "%(o)s", "$1", "%(h)s", "(.*)")
     ||| % { e: std.stripChars(expr, '\n'), f: f, h: h, o: o },
     local linkDescription(what) =
-      'The observer {{ $labels.%s }} ({{ $labels.instance }}) %s {{ $labels.%s }} ({{ $labels.peer }}), for %s, while the other observers of {{ $labels.%s }} do not: a fault on this link (path, port, firewall) rather than at either host.' % [o, what, h, c.forMedium, h],
+      'The observer {{ $labels.%s }} ({{ $labels.instance }}) %s {{ $labels.%s }} ({{ $labels.peer }}), for %s, while the other observers of {{ $labels.%s }} do not: a fault on this link (path, port, firewall) rather than at either host.' % [o, what, h, p.words(c.forMedium), h],
     groups+: [{
       name: 'hostperf-net',
       rules: [
         a('HostperfNetHostUnreachable', unreachable,
           'warning', 'Host %s unreachable from its observers' % hostIn,
-          '{{ $value }} of the hostperf peers that observe {{ $labels.%s }} (%s {{ $labels.%s }}) get no reply to their UDP pings, at least half of them, for %s: the host is down, its hostperf responder is not running, or its network is cut.' % [h, f, f, c.forShort],
+          '{{ $value }} of the hostperf peers that observe {{ $labels.%s }} (%s {{ $labels.%s }}) get no reply to their UDP pings, at least half of them, for %s: the host is down, its hostperf responder is not running, or its network is cut.' % [h, f, f, p.words(c.forShort)],
           c.forShort),
         a('HostperfNetHostDegraded',
           |||
@@ -40,7 +40,7 @@ local p = import '../lib/promql.libsonnet';
               unless on(%s, %s) (%s)
           ||| % [std.stripChars(cond.majority('hostperf_host:net_observers_rtt_high:count', 'hostperf_host:net_observers:count'), '\n'), f, h, unreachable],
           'warning', 'Network RTT to %s above %g us' % [hostIn, c.rttMaxSeconds * 1e6],
-          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see a median round-trip time above vnetperf\'s maximum of %g us, for %s.' % [h, f, f, c.rttMaxSeconds * 1e6, c.forShort],
+          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see a median round-trip time above vnetperf\'s maximum of %g us, for %s.' % [h, f, f, c.rttMaxSeconds * 1e6, p.words(c.forShort)],
           c.forShort, { signal: 'rtt' }),
         a('HostperfNetHostDegraded',
           |||
@@ -50,7 +50,7 @@ local p = import '../lib/promql.libsonnet';
               unless on(%s, %s) (%s)
           ||| % [std.stripChars(cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'), '\n'), f, h, unreachable],
           'warning', 'Packet loss to %s' % hostIn,
-          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s.' % [h, f, f, c.lossRatio * 100, c.lossWindow, c.forShort],
+          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s.' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.forShort)],
           c.forShort, { signal: 'loss' }),
         // Bursts are capped (probes.net.throughput_rate): a burst below half its
         // cap from most observers means the host's network cannot take even that.
@@ -62,12 +62,12 @@ local p = import '../lib/promql.libsonnet';
               unless on(%s, %s) (%s)
           ||| % [std.stripChars(cond.majority('hostperf_host:net_observers_throughput_low:count', 'hostperf_host:net_observers_throughput_measured:count'), '\n'), f, h, unreachable],
           'warning', 'Scheduled bursts to %s reach less than half their cap' % hostIn,
-          'The latest scheduled TCP burst of {{ $value }} observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of those that measured it in the last %s, reached less than %g %% of the observer\'s burst cap, for %s: a rate-limited or faulty NIC, port or path at this host.' % [h, f, f, c.burstWindow, c.burstCapRatio * 100, c.forLong],
+          'The latest scheduled TCP burst of {{ $value }} observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of those that measured it in the last %s, reached less than %g %% of the observer\'s burst cap, for %s: a rate-limited or faulty NIC, port or path at this host.' % [h, f, f, p.words(c.burstWindow), c.burstCapRatio * 100, p.words(c.forLong)],
           c.forLong),
         a('HostperfNetClockSkew',
           cond.majority('hostperf_host:net_observers_clock_skewed:count', 'hostperf_host:net_observers_clock_measured:count'),
           'warning', 'Clock of %s off by more than %g s' % [hostIn, c.clockSkewMaxSeconds],
-          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see its clock off from theirs by more than the %g s vnetperf allows, for %s.' % [h, f, f, c.clockSkewMaxSeconds, c.forShort],
+          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see its clock off from theirs by more than the %g s vnetperf allows, for %s.' % [h, f, f, c.clockSkewMaxSeconds, p.words(c.forShort)],
           c.forShort),
         a('HostperfNetLinkDegraded', linkOnly('hostperf:net_link_down == 1'),
           'info', 'Link {{ $labels.%s }} -> {{ $labels.%s }} down' % [o, h],

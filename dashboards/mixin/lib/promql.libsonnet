@@ -38,6 +38,17 @@
   // Grouping of host-level series.
   hostBy(c):: '%s, %s' % [c.fleetLabel, c.hostLabel],
 
+  // A Prometheus duration in words for descriptions: '15m' -> '15 minutes';
+  // anything but one number and unit is returned as is.
+  words(d)::
+    local units = { s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week' };
+    local n = std.substr(d, 0, std.length(d) - 1);
+    local u = std.substr(d, std.length(d) - 1, 1);
+    local digits = std.length(n) > 0 && std.length([ch for ch in std.stringChars(n) if std.count(std.stringChars('0123456789'), ch) == 0]) == 0;
+    if digits && std.objectHas(units, u) then
+      n + ' ' + units[u] + (if n == '1' then '' else 's')
+    else d,
+
   alert(c, name, expr, severity, summary, description, forDur=null, labels={}):: {
     alert: name,
     expr: expr,
