@@ -134,7 +134,8 @@ TEST(DefaultsTest, MatchDesignDocument) {
   EXPECT_EQ(Disk(c).reserve, kGiB);
   EXPECT_EQ(c.Section("net").schedule.interval, 30s);
   EXPECT_EQ(Net(c).ports, std::vector<std::uint16_t>{14159});
-  EXPECT_EQ(Net(c).max_peers_per_cycle, 8u);
+  EXPECT_EQ(Net(c).max_peers_per_cycle, 32u);
+  EXPECT_EQ(Net(c).observers, 8u);
   // Defaults must themselves be valid: every timeout within its interval.
   for (const ProbeSchedule* s : {&c.Section("cpu").schedule, &c.Section("memory").schedule, &c.Section("disk").schedule,
                                  &c.Section("net").schedule}) {
@@ -207,7 +208,9 @@ ports = [14159, 14160]
 secret_file = "/etc/hostperf/secret"
 peers = ["db1", "db2:14160", "[fe80::1]:14159"]
 peers_file = "/etc/hostperf/peers.json"
-max_peers_per_cycle = 32
+self = "db1"
+observers = 12
+max_peers_per_cycle = 48
 )",
                            "full.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
@@ -258,7 +261,9 @@ max_peers_per_cycle = 32
   EXPECT_EQ(Net(c).secret_file, "/etc/hostperf/secret");
   EXPECT_EQ(Net(c).peers, (std::vector<std::string>{"db1", "db2:14160", "[fe80::1]:14159"}));
   EXPECT_EQ(Net(c).peers_file, "/etc/hostperf/peers.json");
-  EXPECT_EQ(Net(c).max_peers_per_cycle, 32u);
+  EXPECT_EQ(Net(c).self, "db1");
+  EXPECT_EQ(Net(c).observers, 12u);
+  EXPECT_EQ(Net(c).max_peers_per_cycle, 48u);
 }
 
 TEST(LoadStringTest, DottedKeysAndInlineTablesAreEquivalent) {
