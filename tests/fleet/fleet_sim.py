@@ -75,18 +75,18 @@ SERIES_BOUND = 2000
 # The mixin's time fields, shortened so that a 6-minute run sees rules that
 # normally look at minutes and hours. Nothing else of the mixin is changed.
 ACCELERATED = {
-    "rateWindow": "20s",
-    "linkWindow": "20s",
-    "throughputWindow": "40s",
-    "smoothWindow": "20s",
-    "baselineWindow": "3m",
-    "longWindow": "1m",
-    "staleWindow": "1m",
+    "rateWindow": "20s",       # RTT histograms per link (net runs every 2 s)
+    "lossWindow": "20s",
+    "burstWindow": "90s",      # bursts rotate over ~8 peers, TCP and UDP in turn
+    "smoothWindow": "20s",     # disk bursts every 3 s
+    "baselineWindow": "1h",
+    "latencyWindow": "1m",
+    "errorWindow": "1m",
+    "forExporterDown": "10s",
     "forShort": "10s",
-    "forMedium": "16s",
+    "forMedium": "20s",
     "forLong": "20s",
-    "forVeryLong": "20s",
-    "exporterDownFor": "10s",
+    "forVeryLong": "30s",
 }
 
 
