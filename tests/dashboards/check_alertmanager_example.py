@@ -7,7 +7,9 @@ says (promtool cannot test inhibition).
     HostperfNetHostUnreachable, its stale probes), not the same host name in
     another cluster;
   - HostperfNetHostDegraded{host=y} suppresses the link alerts into y, not the
-    link alerts into a healthy host.
+    link alerts into a healthy host;
+  - HostperfDiskSlowerThanFleet suppresses HostperfDiskSlowerThanBaseline of the
+    same host, directory and test.
 
 Usage: check_alertmanager_example.py --work DIR [--alertmanager BIN]
 """
@@ -38,6 +40,12 @@ ALERTS = [
       "observer": "z", "instance": "z:9580", "peer": "y:14159", "job": "hostperf"}, "suppressed"),
     ({"alertname": "HostperfNetLinkDegraded", "severity": "info", "signal": "down", "cluster": "c1", "host": "w",
       "observer": "z", "instance": "z:9580", "peer": "w:14159", "job": "hostperf"}, "active"),
+    ({"alertname": "HostperfDiskSlowerThanFleet", "severity": "warning", "cluster": "c1", "host": "d",
+      "directory": "/data", "test": "Read", "role": "data"}, "active"),
+    ({"alertname": "HostperfDiskSlowerThanBaseline", "severity": "warning", "cluster": "c1", "host": "d",
+      "directory": "/data", "test": "Read", "role": "data"}, "suppressed"),
+    ({"alertname": "HostperfDiskSlowerThanBaseline", "severity": "warning", "cluster": "c1", "host": "d",
+      "directory": "/data", "test": "Write", "role": "data"}, "active"),
 ]
 
 

@@ -29,6 +29,13 @@ function(c) {
       target_matchers: ['alertname=HostperfNetLinkDegraded'],
       equal: scope,
     },
+    // A directory slower than its fleet is usually slower than its own baseline
+    // too (a regression on one host): one notification, the one naming the fleet.
+    {
+      source_matchers: ['alertname=HostperfDiskSlowerThanFleet'],
+      target_matchers: ['alertname=HostperfDiskSlowerThanBaseline'],
+      equal: scope + ['directory', 'test'],
+    },
     // A host without a working responder may fail its own network probe too.
     {
       source_matchers: ['alertname=HostperfNetHostUnreachable'],
