@@ -14,7 +14,7 @@ local p = import '../lib/promql.libsonnet';
     local o = c.observerLabel,
     local mib(b) = b / 1048576,
     local hostIn = '{{ $labels.%s }} (%s {{ $labels.%s }})' % [h, f, f],
-    local unreachable = std.stripChars(cond.unreachable, '\n'),
+    local unreachable = cond.unreachable,
     // A link alert only where neither end is impaired as a whole.
     local linkOnly(expr) = |||
       (
@@ -34,21 +34,19 @@ local p = import '../lib/promql.libsonnet';
           c.forShort),
         a('HostperfNetHostDegraded',
           |||
-            (
-              %s
-            )
-              unless on(%s, %s) (%s)
-          ||| % [std.stripChars(cond.majority('hostperf_host:net_observers_rtt_high:count', 'hostperf_host:net_observers:count'), '\n'), f, h, unreachable],
+            (%s)
+              unless on(%s, %s)
+            (%s)
+          ||| % [(cond.majority('hostperf_host:net_observers_rtt_high:count', 'hostperf_host:net_observers:count')), f, h, unreachable],
           'warning', 'Network RTT to %s above %g us' % [hostIn, c.rttMaxSeconds * 1e6],
           '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see a median round-trip time above vnetperf\'s maximum of %g us, for %s.' % [h, f, f, c.rttMaxSeconds * 1e6, p.words(c.forShort)],
           c.forShort, { signal: 'rtt' }),
         a('HostperfNetHostDegraded',
           |||
-            (
-              %s
-            )
-              unless on(%s, %s) (%s)
-          ||| % [std.stripChars(cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'), '\n'), f, h, unreachable],
+            (%s)
+              unless on(%s, %s)
+            (%s)
+          ||| % [(cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count')), f, h, unreachable],
           'warning', 'Packet loss to %s' % hostIn,
           '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s.' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.forShort)],
           c.forShort, { signal: 'loss' }),
@@ -56,11 +54,10 @@ local p = import '../lib/promql.libsonnet';
         // cap from most observers means the host's network cannot take even that.
         a('HostperfNetHostThroughputLow',
           |||
-            (
-              %s
-            )
-              unless on(%s, %s) (%s)
-          ||| % [std.stripChars(cond.majority('hostperf_host:net_observers_throughput_low:count', 'hostperf_host:net_observers_throughput_measured:count'), '\n'), f, h, unreachable],
+            (%s)
+              unless on(%s, %s)
+            (%s)
+          ||| % [(cond.majority('hostperf_host:net_observers_throughput_low:count', 'hostperf_host:net_observers_throughput_measured:count')), f, h, unreachable],
           'warning', 'Scheduled bursts to %s reach less than half their cap' % hostIn,
           'The latest scheduled TCP burst of {{ $value }} observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of those that measured it in the last %s, reached less than %g %% of the observer\'s burst cap, for %s: a rate-limited or faulty NIC, port or path at this host.' % [h, f, f, p.words(c.burstWindow), c.burstCapRatio * 100, p.words(c.forLong)],
           c.forLong),

@@ -98,16 +98,9 @@ local p = import '../lib/promql.libsonnet';
   _netCondition:: {
     local c = $._config,
     // At least minObservers observers and at least half of them.
-    unreachable: |||
-      hostperf_host:net_observers_down:count >= %(n)d
-        and
-      2 * hostperf_host:net_observers_down:count >= hostperf_host:net_observers:count
-    ||| % { n: c.minObservers },
+    unreachable:
+      'hostperf_host:net_observers_down:count >= %(n)d and 2 * hostperf_host:net_observers_down:count >= hostperf_host:net_observers:count' % { n: c.minObservers },
     // At least minObservers of them and more than half.
-    majority(count, of): |||
-      %(count)s >= %(n)d
-        and
-      2 * %(count)s > %(of)s
-    ||| % { count: count, of: of, n: c.minObservers },
+    majority(count, of): '%(count)s >= %(n)d and 2 * %(count)s > %(of)s' % { count: count, of: of, n: c.minObservers },
   },
 }
