@@ -516,6 +516,8 @@ class Simulation:
             # The slowed disk is also slower than its own recent baseline (the shipped
             # inhibition hides it behind the fleet alert once that fires).
             ("HostperfDiskSlowerThanBaseline", ip["disk"]),
+            # A throttled device also queues each block: its op latency doubles.
+            ("HostperfDiskLatencyRegression", ip["disk"]),
             # Before most of the shaped host's observers have burst to it, the first
             # one's view is a link alert naming it (inhibited once the host alert fires).
             ("HostperfNetLinkDegraded", ip["ratelimit"]),
