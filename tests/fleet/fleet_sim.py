@@ -95,7 +95,7 @@ ACCELERATED = {
 # injected faults count; every other threshold is the shipped one.
 NOISE_FLOORS = {
     "rttMaxSeconds": 0.02,
-    "diskLatencyFloorSeconds": 0.05,
+    "diskLatencyFloorSeconds": 0.25,
 }
 
 
