@@ -393,6 +393,45 @@ class Loader {
             }};
   }
 
+  Field NameTable(std::string_view name, std::map<std::string, std::string>* out, std::size_t max_length,
+                  std::string_view example, std::function<std::string(const std::string&)> check) {
+    return {std::string(name), [this, out, max_length, example = std::string(example), check = std::move(check)](
+                                   const toml::node& node, const std::string& path) {
+              const toml::table* table = node.as_table();
+              if (table == nullptr) return WrongType(node, path, "a table like " + example);
+              // Keeps going after a bad entry, as DurationTable does.
+              std::map<std::string, std::string> names;
+              bool valid = true;
+              for (auto&& [key, value] : *table) {
+                const std::string entry = JoinPath(path, key.str());
+                const auto* text = value.as_string();
+                std::string refused;
+                if (key.str().empty()) {
+                  Fail(key.source(), path + ": empty key");
+                } else if (check && !(refused = check(std::string(key.str()))).empty()) {
+                  Fail(key.source(), entry + ": " + refused);
+                } else if (text == nullptr) {
+                  WrongType(value, entry, "a name string like " + example);
+                } else if (!ValidName(text->get(), max_length)) {
+                  Invalid(value, entry,
+                          "\"" + text->get() + "\" is not a name of 1 to " + std::to_string(max_length) +
+                              " characters a-z, 0-9 and _");
+                } else {
+                  names.emplace(key.str(), text->get());
+                  continue;
+                }
+                valid = false;
+              }
+              if (valid) *out = std::move(names);
+            }};
+  }
+
+  static bool ValidName(std::string_view name, std::size_t max_length) {
+    return !name.empty() && name.size() <= max_length && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+  }
+
   std::string source_;
   std::span<const SectionSchema> sections_;
   std::vector<Issue> issues_;
@@ -479,6 +518,10 @@ void Schema::PortList(std::string_view key, std::vector<std::uint16_t>* out) {
 void Schema::DurationTable(std::string_view key, std::map<std::string, config::Duration>* out, LowerBound bound,
                            std::string_view example) {
   fields_.push_back(loader_.DurationTable(key, out, bound, example));
+}
+void Schema::NameTable(std::string_view key, std::map<std::string, std::string>* out, std::size_t max_length,
+                       std::string_view example, std::function<std::string(const std::string& key)> check) {
+  fields_.push_back(loader_.NameTable(key, out, max_length, example, std::move(check)));
 }
 
 Result<Config> LoadString(std::string_view text, std::string_view source, std::span<const SectionSchema> sections) {

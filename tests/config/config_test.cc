@@ -70,6 +70,7 @@ void ExpectSameConfig(const Config& a, const Config& b) {
 
   ExpectSameSchedule(a.Section("disk").schedule, b.Section("disk").schedule, "disk");
   EXPECT_EQ(Disk(a).directories, Disk(b).directories);
+  EXPECT_EQ(Disk(a).directory_roles, Disk(b).directory_roles);
   EXPECT_EQ(Disk(a).bytes_per_run, Disk(b).bytes_per_run);
   EXPECT_EQ(Disk(a).threads, Disk(b).threads);
   EXPECT_EQ(Disk(a).files_per_thread, Disk(b).files_per_thread);
@@ -190,6 +191,7 @@ enabled = false
 interval = "30min"
 timeout = "10min"
 directories = ["/data/1", "/data/2"]
+directory_roles = { "/data/2" = "wal_2" }
 bytes_per_run = "128 MB"
 threads = 4
 files_per_thread = 2
@@ -242,6 +244,7 @@ max_peers_per_cycle = 32
   EXPECT_EQ(c.Section("disk").schedule.interval, 30min);
   EXPECT_EQ(c.Section("disk").schedule.timeout, 10min);
   EXPECT_EQ(Disk(c).directories, (std::vector<std::string>{"/data/1", "/data/2"}));
+  EXPECT_EQ(Disk(c).directory_roles, (std::map<std::string, std::string>{{"/data/2", "wal_2"}}));
   EXPECT_EQ(Disk(c).bytes_per_run, 128 * kMiB);
   EXPECT_EQ(Disk(c).threads, 4u);
   EXPECT_EQ(Disk(c).files_per_thread, 2u);
@@ -320,6 +323,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.disk.interval",
       "probes.disk.timeout",
       "probes.disk.directories",
+      "probes.disk.directory_roles",
       "probes.disk.bytes_per_run",
       "probes.disk.threads",
       "probes.disk.files_per_thread",
@@ -467,6 +471,23 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
        "bad.toml:2:16: probes.disk.directories[0]: must not be empty"},
       {"directories not an array", "[probes.disk]\ndirectories = \"/data\"\n",
        "bad.toml:2:15: probes.disk.directories: expected an array of strings, got string"},
+      {"role for an unlisted directory",
+       "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/b\" = \"data\" }\n",
+       R"(bad.toml:3:21: probes.disk.directory_roles.'/b': "/b" is not in probes.disk.directories)"},
+      {"role without directories", "[probes.disk]\ndirectory_roles = { \"/var/lib/hostperf/disk\" = \"state\" }\n",
+       R"(bad.toml:2:21: probes.disk.directory_roles.'/var/lib/hostperf/disk': "/var/lib/hostperf/disk" is not in probes.disk.directories)"},
+      {"bad role name", "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = \"Fast-SSD\" }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': "Fast-SSD" is not a name of 1 to 32 characters a-z, 0-9 and _)"},
+      {"role too long",
+       "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = \"" + std::string(33, 'r') + "\" }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': ")" + std::string(33, 'r') +
+           R"(" is not a name of 1 to 32 characters a-z, 0-9 and _)"},
+      {"empty role", "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = \"\" }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': "" is not a name of 1 to 32 characters a-z, 0-9 and _)"},
+      {"role not a string", "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = 1 }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': expected a name string like { "/data" = "data" }, got integer)"},
+      {"roles not a table", "[probes.disk]\ndirectory_roles = [\"data\"]\n",
+       R"(bad.toml:2:19: probes.disk.directory_roles: expected a table like { "/data" = "data" }, got array)"},
       {"interval below 1s", "[probes.cpu]\ninterval = \"500ms\"\n",
        "bad.toml:2:12: probes.cpu.interval: 500ms is out of range (must be at least 1s)"},
       {"zero timeout", "[probes.cpu]\ntimeout = \"0s\"\n",
