@@ -190,7 +190,8 @@ TEST_F(DiskLifecycleTest, DisablingTheProbeRemovesEverySeries) {
 TEST_F(DiskLifecycleTest, FullRunDirectoryOutsideTheConfigIsDroppedAtTheNextReload) {
   Disk().directories = {A()};
   Apply();
-  const auto outcome = Run(RunMode::kFull, {{"directories", {B()}}, {"duration", "1s"}, {"data_size", "128kb"}});
+  const auto outcome =
+      Run(RunMode::kFull, {{"directories", {B()}}, {"duration", "1s"}, {"data_size", "128kb"}, {"thread_count", 1}});
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
   EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A(), B()}));
   Apply();

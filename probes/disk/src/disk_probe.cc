@@ -620,7 +620,7 @@ class DiskProbe final : public Probe {
   prometheus::Family<prometheus::Gauge>& directory_info_;
   // Guards the per-directory series against a reload removing them while a
   // run publishes (references from Family::Add are used only under it).
-  std::mutex series_mu_;
+  mutable std::mutex series_mu_;
   std::uint64_t generation_ = 0;              // StartServices calls so far
   std::map<std::string, std::string> roles_;  // configured directory -> role
   std::set<std::string> published_;           // directories that have series
