@@ -57,6 +57,15 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.budget.busy_io_pressure, b.budget.busy_io_pressure);
   EXPECT_EQ(a.scheduler.first_run_splay, b.scheduler.first_run_splay);
   EXPECT_EQ(a.scheduler.jitter, b.scheduler.jitter);
+  EXPECT_EQ(a.full_runs.enabled, b.full_runs.enabled);
+  EXPECT_EQ(a.full_runs.every, b.full_runs.every);
+  EXPECT_EQ(a.full_runs.window_start, b.full_runs.window_start);
+  EXPECT_EQ(a.full_runs.window_anchor, b.full_runs.window_anchor);
+  EXPECT_EQ(a.full_runs.window, b.full_runs.window);
+  EXPECT_EQ(a.full_runs.probes, b.full_runs.probes);
+  EXPECT_EQ(a.full_runs.duration, b.full_runs.duration);
+  EXPECT_EQ(a.full_runs.options_json, b.full_runs.options_json);
+  EXPECT_EQ(a.full_runs.host, b.full_runs.host);
 
   ExpectSameSchedule(a.Section("cpu").schedule, b.Section("cpu").schedule, "cpu");
   EXPECT_EQ(Cpu(a).calibration_runs, Cpu(b).calibration_runs);
@@ -304,6 +313,13 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "budget.busy_io_pressure",
       "scheduler.first_run_splay",
       "scheduler.jitter",
+      "full_runs.enabled",
+      "full_runs.every",
+      "full_runs.window_start",
+      "full_runs.window",
+      "full_runs.probes",
+      "full_runs.duration",
+      "full_runs.host",
       "probes.cpu.enabled",
       "probes.cpu.interval",
       "probes.cpu.timeout",
@@ -593,6 +609,79 @@ TEST(ResolveStateDirectoryTest, DefaultSeamReadsProcessEnvironment) {
     ::setenv("STATE_DIRECTORY", previous->c_str(), 1);
   } else {
     ::unsetenv("STATE_DIRECTORY");
+  }
+}
+
+TEST(FullRunsTest, DefaultsAreAWeeklySundayWindowAndDisabled) {
+  const Config defaults = ProbeDefaults();
+  EXPECT_FALSE(defaults.full_runs.enabled);
+  EXPECT_EQ(defaults.full_runs.every, 7 * 24h);
+  EXPECT_EQ(defaults.full_runs.window_start, "Sun 02:00");
+  EXPECT_EQ(defaults.full_runs.window_anchor, 3 * 24h + 2h);  // 1970-01-04 was the first Sunday
+  EXPECT_EQ(defaults.full_runs.window, 4h);
+  EXPECT_TRUE(defaults.full_runs.probes.empty());
+  EXPECT_TRUE(defaults.full_runs.options_json.empty());
+}
+
+TEST(FullRunsTest, ReadsEveryKeyAndKeepsOptionsAsJson) {
+  const auto loaded = Load(
+      "[full_runs]\nenabled = true\nevery = \"14d\"\nwindow_start = \"Wed 22:30\"\nwindow = \"90min\"\n"
+      "probes = [\"disk\", \"cpu\"]\nduration = 120\nhost = \"db-07\"\n"
+      "[full_runs.options.disk]\ndirectories = [\"/data\"]\nthread_count = 2\ndisable_direct_io = true\n",
+      "full.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const FullRunsConfig& runs = loaded->full_runs;
+  EXPECT_TRUE(runs.enabled);
+  EXPECT_EQ(runs.every, 14 * 24h);
+  EXPECT_EQ(runs.window_start, "Wed 22:30");
+  EXPECT_EQ(runs.window_anchor, 6 * 24h + 22h + 30min);  // 1970-01-07, the first Wednesday
+  EXPECT_EQ(runs.window, 90min);
+  EXPECT_EQ(runs.probes, (std::vector<std::string>{"disk", "cpu"}));
+  EXPECT_EQ(runs.duration, "2min");
+  EXPECT_EQ(runs.host, "db-07");
+  ASSERT_EQ(runs.options_json.count("disk"), 1u);
+  EXPECT_EQ(runs.options_json.at("disk"), R"({"directories":["/data"],"disable_direct_io":true,"thread_count":2})");
+
+  // Daily and accelerated calendars ("HH:MM" from 1970-01-01).
+  const auto fast = Load("[full_runs]\nevery = \"20s\"\nwindow_start = \"00:00\"\nwindow = \"10s\"\n", "f.toml");
+  ASSERT_TRUE(fast.ok()) << fast.error();
+  EXPECT_EQ(fast->full_runs.window_anchor, 0s);
+  const auto thursday = Load("[full_runs]\nwindow_start = \"Thu 01:00\"\n", "t.toml");
+  ASSERT_TRUE(thursday.ok()) << thursday.error();
+  EXPECT_EQ(thursday->full_runs.window_anchor, 1h);
+}
+
+TEST(FullRunsTest, RejectsBadCalendarsWithOneLine) {
+  const std::vector<BadCase> cases = {
+      {"weekday typo", "[full_runs]\nwindow_start = \"Sunday 02:00\"\n",
+       R"(bad.toml:2:16: full_runs.window_start: "Sunday 02:00" is not "Ddd HH:MM" (Mon..Sun, 24-hour UTC, e.g. "Sun 02:00") or "HH:MM")"},
+      {"hour out of range", "[full_runs]\nwindow_start = \"Sun 24:00\"\n",
+       R"(bad.toml:2:16: full_runs.window_start: "Sun 24:00" is not "Ddd HH:MM" (Mon..Sun, 24-hour UTC, e.g. "Sun 02:00") or "HH:MM")"},
+      {"weekday with a daily period", "[full_runs]\nevery = \"1d\"\n",
+       R"(bad.toml:2:9: full_runs.every: 1d is not a whole number of weeks, which a weekday window_start ("Sun 02:00") needs; use "HH:MM" for shorter periods)"},
+      {"daily start with a weekly period", "[full_runs]\nwindow_start = \"02:00\"\n",
+       R"(bad.toml:2:16: full_runs.window_start: 7d does not divide a day, which a daily window_start ("02:00") needs (e.g. 24h, 6h, 20s); use "Ddd HH:MM" for weekly runs)"},
+      {"period below a second", "[full_runs]\nevery = \"500ms\"\nwindow_start = \"00:00\"\n",
+       "bad.toml:2:9: full_runs.every: 500ms is out of range (must be at least 1s)"},
+      {"window longer than the period", "[full_runs]\nevery = \"20s\"\nwindow_start = \"00:00\"\nwindow = \"30s\"\n",
+       "bad.toml:4:10: full_runs.window: the window (30s) is longer than the period (20s)"},
+      {"unknown probe", "[full_runs]\nprobes = [\"cpu\", \"gpu\"]\n",
+       "bad.toml:2:18: full_runs.probes[1]: unknown probe \"gpu\" (known: " + probes::KnownProbeNames() + ")"},
+      {"probe twice", "[full_runs]\nprobes = [\"cpu\", \"cpu\"]\n",
+       R"(bad.toml:2:18: full_runs.probes[1]: "cpu" is listed twice)"},
+      {"enabled without probes", "[full_runs]\nenabled = true\n",
+       R"(bad.toml:1:1: full_runs.probes: list the probes to run when enabled, e.g. ["disk"])"},
+      {"options for a probe not run", "[full_runs]\nprobes = [\"cpu\"]\n[full_runs.options.disk]\nthread_count = 2\n",
+       R"(bad.toml:3:20: full_runs.options.disk: "disk" is not one of full_runs.probes)"},
+      {"zero duration", "[full_runs]\nduration = \"0s\"\n",
+       "bad.toml:2:12: full_runs.duration: 0s is out of range (must be greater than 0s)"},
+      {"unknown key", "[full_runs]\nwindow_end = \"06:00\"\n", R"(bad.toml:2:1: unknown key "full_runs.window_end")"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto loaded = Load(c.toml, "bad.toml");
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_EQ(loaded.error(), c.error);
   }
 }
 
