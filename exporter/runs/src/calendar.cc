@@ -143,9 +143,9 @@ void FullRunCalendar::Apply(const config::Config& config) {
   host_ = host_override_.empty() ? CalendarHost(calendar) : host_override_;
   splay_ = HostSplay(host_, calendar.window);
   next_ = NextSlot(calendar, splay_, NowNs());
-  spdlog::info("full-run calendar: {} every {} from {} UTC, window {}; host {} runs at +{}; next {}",
+  spdlog::info("full-run calendar: {} every {} from {} UTC, window {}; host {} starts {:.0f}s into it; next {}",
                body_["probes"].dump(), config::FormatDuration(calendar.every), calendar.window_start,
-               config::FormatDuration(calendar.window), host_, config::FormatDuration(splay_),
+               config::FormatDuration(calendar.window), host_, std::chrono::duration<double>(splay_).count(),
                FormatUtc(next_.UnixSeconds(), "%a %Y-%m-%d %H:%M:%S UTC"));
 }
 

@@ -64,7 +64,7 @@ config::Config Load(const std::string& toml) {
 
 config::FullRunsConfig Weekly() {
   return Load(
-             "[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"7d\"\nwindow_start = \"Sun 02:00\"\n"
+             "[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"168h\"\nwindow_start = \"Sun 02:00\"\n"
              "window = \"4h\"\n")
       .full_runs;
 }
@@ -138,7 +138,7 @@ TEST(NextSlotTest, TwoHostsOfAFleetGetDifferentSlotsInTheSameWindow) {
 TEST(NextSlotTest, DailyAndAcceleratedCalendars) {
   const auto daily =
       Load(
-          "[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"1d\"\nwindow_start = \"23:30\"\nwindow = "
+          "[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"24h\"\nwindow_start = \"23:30\"\nwindow = "
           "\"1h\"\n")
           .full_runs;
   const CalendarSlot tonight = NextSlot(daily, 45min, Ns(kThursday0000));
@@ -283,12 +283,13 @@ TEST(FullRunCalendarTest, DisabledHasNoNextSlotAndAReloadReplans) {
   EXPECT_TRUE(fake.bodies.empty());
 
   calendar.Apply(
-      Load("[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"1d\"\nwindow_start = \"12:00\"\n"
+      Load("[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"24h\"\nwindow_start = \"12:00\"\n"
            "window = \"1h\"\n"));
   const double daily = *calendar.NextUnixSeconds();
   EXPECT_EQ(FormatUtc(daily, "%Y-%m-%d %H"), "2026-12-06 12");
   calendar.Apply(Load("[full_runs]\nenabled = true\nprobes = [\"cpu\"]\n"));
-  EXPECT_EQ(FormatUtc(*calendar.NextUnixSeconds(), "%Y-%m-%d %H"), "2026-12-13 02");
+  EXPECT_DOUBLE_EQ(*calendar.NextUnixSeconds(), static_cast<double>(kSunday0200 + 7 * 86400) +
+                                                    std::chrono::duration<double>(HostSplay("db-01", 4h)).count());
 }
 
 // A probe that succeeds at once, for the run manager below.
