@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <utility>
@@ -14,6 +15,10 @@ namespace hostperf::exporter {
 namespace {
 
 using nlohmann::json;
+
+// Ticks come about a second apart, later on a loaded host: a slot near the
+// end of its window still runs when its tick is this late.
+constexpr std::chrono::nanoseconds kLateGrace = std::chrono::minutes(1);
 
 // Floor division: windows before the anchor still land on the grid.
 std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
@@ -159,7 +164,7 @@ void FullRunCalendar::Tick() {
     if (now < next_.start_ns) return;
     slot = next_;
     next_ = NextSlot(*calendar_, splay_, now);
-    if (now > slot.window_end_ns) {
+    if (now > std::max(slot.window_end_ns, slot.start_ns + kLateGrace.count())) {
       // The process was stopped or the clock jumped: do not start outside the window.
       skipped_["missed"] += 1;
       spdlog::warn("full-run calendar: the slot at {} passed with its window; next {}",

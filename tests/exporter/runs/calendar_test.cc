@@ -292,6 +292,31 @@ TEST(FullRunCalendarTest, DisabledHasNoNextSlotAndAReloadReplans) {
                                                     std::chrono::duration<double>(HostSplay("db-01", 4h)).count());
 }
 
+// A slot at the very end of its window still runs when its tick comes a
+// little after the window closed (ticks are about a second apart).
+TEST(FullRunCalendarTest, ASlotNearTheWindowEndRunsOnALateTick) {
+  // The host whose splay is closest to the end of a 2 s window.
+  std::string host;
+  for (int i = 0; i < 1000 && host.empty(); ++i) {
+    const std::string candidate = "db-" + std::to_string(i);
+    if (HostSplay(candidate, 2s) > 1900ms) host = candidate;
+  }
+  ASSERT_FALSE(host.empty());
+  ManualClock clock(static_cast<double>(kThursday0000));
+  FakeSubmit fake;
+  FullRunCalendar calendar(
+      clock, [&fake](const json& body) { return fake(body); }, host);
+  calendar.Apply(
+      Load("[full_runs]\nenabled = true\nprobes = [\"cpu\"]\nevery = \"4s\"\nwindow_start = "
+           "\"00:00\"\nwindow = \"2s\"\n"));
+  const double slot = *calendar.NextUnixSeconds();
+  EXPECT_GT(slot, static_cast<double>(kThursday0000) + 1.9);
+  clock.Set(static_cast<double>(kThursday0000) + 2.5);  // after the window, 0.5 s after the slot
+  calendar.Tick();
+  EXPECT_EQ(fake.bodies.size(), 1u);
+  EXPECT_EQ(Skipped(calendar, "missed"), 0);
+}
+
 // A probe that succeeds at once, for the run manager below.
 class QuickProbe final : public probes::Probe {
  public:

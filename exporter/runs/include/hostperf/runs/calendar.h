@@ -58,7 +58,8 @@ std::string CalendarHost(const config::FullRunsConfig& calendar);
 // a restart the next slot is planned from now. A maintenance window is the
 // time the operators agreed to lose performance in; a run that starts late
 // could fall into production hours. A Tick that comes after its slot but
-// still inside the window runs it; after the window it is skipped ("missed").
+// still inside the window (or within a minute of the slot, for a slot near
+// the window's end) runs it; later it is skipped ("missed").
 class FullRunCalendar {
  public:
   using Submit = std::function<RunManager::Submission(const nlohmann::json& body)>;
