@@ -101,6 +101,21 @@ TEST(FullRunCalendar, AcceleratedCalendarSubmitsAFullRunByItself) {
   // The newest memory run (the calendar may have started another meanwhile).
   EXPECT_GE(*last, run["outcomes"]["memory"]["finished_unix_seconds"].get<double>() - 1e-3);
   EXPECT_GT(*Sample(metrics->body, "hostperf_full_run_next_timestamp_seconds"), *next);
+
+  // A reload re-plans: with the calendar off, no next slot anywhere.
+  std::string off = CalendarConfig(dir, "threads = 1\n");
+  const std::string on = "enabled = true\nevery";
+  off.replace(off.find(on), on.size(), "enabled = false\nevery");
+  dir.Write("c.toml", off);
+  const auto reloaded = HttpRequest(port, "POST", "/-/reload");
+  ASSERT_TRUE(reloaded);
+  EXPECT_EQ(reloaded->status, 200) << reloaded->body;
+  metrics = HttpRequest(port, "GET", "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_FALSE(Sample(metrics->body, "hostperf_full_run_next_timestamp_seconds")) << metrics->body;
+  const auto after = HttpRequest(port, "GET", "/");
+  ASSERT_TRUE(after);
+  EXPECT_THAT(after->body, HasSubstr("No full runs scheduled"));
 }
 
 TEST(FullRunCalendar, BadCalendarOptionsRefuseToStartWithOneLine) {
