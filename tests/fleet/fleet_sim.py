@@ -76,7 +76,7 @@ SERIES_BOUND = 2000
 # normally look at minutes and hours. Nothing else of the mixin is changed.
 ACCELERATED = {
     "rateWindow": "20s",       # RTT histograms per link (net runs every 2 s)
-    "lossWindow": "20s",
+    "lossWindow": "40s",
     "burstWindow": "90s",      # bursts rotate over ~8 peers, TCP and UDP in turn
     "smoothWindow": "20s",     # disk bursts every 3 s
     "baselineWindow": "1h",

@@ -171,6 +171,8 @@ const ProbeModule kModule = {
                 "                      vnetperf: latency, clock skew, TCP/UDP throughput and\n"
                 "                      connection limit against peers (hostperf net --help)\n",
                 &Command},
+    .failure_reasons = {"no_secret", "responder_down", "all_peers_down"},
+    .skip_reasons = {"no_peers"},
 };
 
 }  // namespace hostperf::probes::net
