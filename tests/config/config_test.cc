@@ -361,6 +361,8 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.net.secret_file",
       "probes.net.peers",
       "probes.net.peers_file",
+      "probes.net.self",
+      "probes.net.observers",
       "probes.net.max_peers_per_cycle",
       "probes.net.packets_per_cycle",
       "probes.net.packet_interval",

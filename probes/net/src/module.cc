@@ -117,7 +117,7 @@ std::vector<Figure> NetFigures(const json& result) {
   std::vector<Figure> down;
   std::size_t total = 0;
   for (const json& peer : peers) {
-    if (!peer.is_object() || !peer.contains("up")) continue;
+    if (!peer.is_object() || !peer.contains("up") || !peer["up"].is_boolean()) continue;
     ++total;
     const std::string name = TextField(peer, "peer");
     if (peer["up"] != true) {

@@ -105,7 +105,7 @@ std::vector<std::string> InterfaceAddresses() {
   return addresses;
 }
 
-// Per-peer families by series: everything a peer in the observed set has.
+// Reasons of hostperf_net_throughput_skipped_total (all exposed from start-up).
 constexpr const char* kSkipReasons[] = {"busy", "budget", "no_peer", "error"};
 
 // A peer after name resolution (re-done every run).
