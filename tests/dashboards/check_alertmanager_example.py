@@ -17,11 +17,13 @@ import argparse
 import json
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
+from harness import free_port  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "dashboards" / "alertmanager" / "hostperf-alertmanager.yml"
@@ -47,12 +49,6 @@ ALERTS = [
     ({"alertname": "HostperfDiskSlowerThanBaseline", "severity": "warning", "cluster": "c1", "host": "d",
       "directory": "/data", "test": "Write", "role": "data"}, "active"),
 ]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(url, body=None):

@@ -28,7 +28,6 @@ import pathlib
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -39,6 +38,9 @@ import yaml
 
 import dashboard_lib as lib
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
+from harness import Failure, free_port, http_get, wait_for  # noqa: E402
+
 DEADLINE_SECONDS = 240
 FAULT_ALERT = "HostperfCpuSlowerThanBaseline"
 PROBES = ("cpu", "memory", "disk", "net")
@@ -47,34 +49,6 @@ API_TOKEN = "e2e-token-0123456789abcdef"
 # (stable observers, directory roles, the full-run calendar). Until the daemon
 # serves one, its name is reported and the queries using it are not run; once
 # served, they are checked like every other.
-class Failure(Exception):
-    pass
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read().decode("utf-8")
-
-
-def wait_for(what, check, deadline, interval=1.0):
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except (OSError, ValueError, KeyError) as e:
-            last = e
-        time.sleep(interval)
-    raise Failure(f"timed out waiting for {what}" + (f" (last error: {last})" if last else ""))
-
-
 class Processes:
     def __init__(self):
         self.children = []

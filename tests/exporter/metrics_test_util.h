@@ -14,6 +14,18 @@
 
 namespace hostperf::exporter::test_util {
 
+// Whether `metric` carries every pair of `labels` (a subset match).
+inline bool LabelsInclude(const prometheus::ClientMetric& metric, const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, value] : labels) {
+    bool found = false;
+    for (const prometheus::ClientMetric::Label& label : metric.label) {
+      if (label.name == key && label.value == value) found = true;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 // The value of the first sample of family `name` whose labels include every
 // pair of `labels` (a subset match). Counters, gauges and untyped only.
 inline std::optional<double> SampleValue(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
@@ -21,15 +33,7 @@ inline std::optional<double> SampleValue(const std::vector<prometheus::MetricFam
   for (const prometheus::MetricFamily& family : families) {
     if (family.name != name) continue;
     for (const prometheus::ClientMetric& metric : family.metric) {
-      bool match = true;
-      for (const auto& [key, value] : labels) {
-        bool found = false;
-        for (const prometheus::ClientMetric::Label& label : metric.label) {
-          if (label.name == key && label.value == value) found = true;
-        }
-        match = match && found;
-      }
-      if (!match) continue;
+      if (!LabelsInclude(metric, labels)) continue;
       switch (family.type) {
         case prometheus::MetricType::Counter:
           return metric.counter.value;
@@ -57,15 +61,7 @@ inline SampleTotal SampleSum(const std::vector<prometheus::MetricFamily>& famili
   for (const prometheus::MetricFamily& family : families) {
     if (family.name != name) continue;
     for (const prometheus::ClientMetric& metric : family.metric) {
-      bool match = true;
-      for (const auto& [key, value] : labels) {
-        bool found = false;
-        for (const prometheus::ClientMetric::Label& label : metric.label) {
-          if (label.name == key && label.value == value) found = true;
-        }
-        match = match && found;
-      }
-      if (!match) continue;
+      if (!LabelsInclude(metric, labels)) continue;
       total.sum += family.type == prometheus::MetricType::Counter ? metric.counter.value : metric.gauge.value;
       ++total.samples;
     }

@@ -50,11 +50,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import yaml
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
+from harness import Failure, http_get, wait_for  # noqa: E402
 
 PREFIX = "hps"                 # names of namespaces, links, cgroups
 SUBNET = "10.213.0"
@@ -99,10 +100,6 @@ NOISE_FLOORS = {
 }
 
 
-class Failure(Exception):
-    pass
-
-
 class Skip(Exception):
     pass
 
@@ -128,25 +125,6 @@ def run(argv, check=True, **kw):
     if check and result.returncode != 0:
         raise Failure(f"{' '.join(argv)}: exit {result.returncode}: {result.stderr.strip() or result.stdout.strip()}")
     return result
-
-
-def http_get(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read().decode("utf-8")
-
-
-def wait_for(what, check, timeout, interval=1.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except (OSError, ValueError, KeyError) as e:
-            last = e
-        time.sleep(interval)
-    raise Failure(f"timed out after {timeout:.0f}s waiting for {what}" + (f" (last error: {last})" if last else ""))
 
 
 def host_ip(i):
@@ -409,7 +387,8 @@ class Simulation:
                                     f"--web.listen-address={BRIDGE_IP}:{port}", "--cluster.listen-address="],
                    self.work / "alertmanager.log")
         self.alertmanager = f"http://{BRIDGE_IP}:{port}"
-        wait_for("alertmanager to be ready", lambda: http_get(self.alertmanager + "/-/ready") is not None, 30, 0.5)
+        wait_for("alertmanager to be ready", lambda: http_get(self.alertmanager + "/-/ready") is not None,
+                 time.monotonic() + 30, 0.5)
 
     def start_prometheus(self, rules_dir):
         port = 19090
@@ -430,7 +409,8 @@ class Simulation:
                                   f"--storage.tsdb.path={self.work / 'prom-data'}",
                                   f"--web.listen-address={BRIDGE_IP}:{port}"], self.work / "prometheus.log")
         self.prometheus = f"http://{BRIDGE_IP}:{port}"
-        wait_for("prometheus to be ready", lambda: http_get(self.prometheus + "/-/ready") is not None, 30, 0.5)
+        wait_for("prometheus to be ready", lambda: http_get(self.prometheus + "/-/ready") is not None,
+                 time.monotonic() + 30, 0.5)
 
     # --- queries ------------------------------------------------------------
 
@@ -449,15 +429,17 @@ class Simulation:
 
     def wait_healthy(self):
         n = len(self.hosts)
-        wait_for(f"all {n} targets up", lambda: len(self.query('up{job="hostperf"} == 1')) == n, 90)
+        wait_for(f"all {n} targets up", lambda: len(self.query('up{job="hostperf"} == 1')) == n,
+                 time.monotonic() + 90)
         self.timeline.log("every target up")
         for probe in ("net", "disk"):
             wait_for(f"every host's {probe} probe to succeed",
-                     lambda: len(self.query(f'hostperf_probe_success{{probe="{probe}"}} == 1')) == n, 90)
+                     lambda: len(self.query(f'hostperf_probe_success{{probe="{probe}"}} == 1')) == n,
+                     time.monotonic() + 90)
             self.timeline.log(f"every host's {probe} probe succeeded")
         # Start-up transients (30 daemons starting at once on a small machine) must
         # clear; then, with the windowed rules fed, nothing may be active.
-        wait_for("start-up alerts to clear", lambda: not self.active_alerts(), 60)
+        wait_for("start-up alerts to clear", lambda: not self.active_alerts(), time.monotonic() + 60)
         self.timeline.log("no alert active")
         settle = 30
         self.timeline.log(f"healthy fleet: watching alerts for {settle}s")
@@ -533,7 +515,8 @@ class Simulation:
             return not holders
 
         # A cycle is NET_INTERVAL_S (plus jitter and the run itself); allow three.
-        wait_for(f"{removed}'s series to leave every other host's /metrics", gone, 3 * NET_INTERVAL_S + 4, 0.5)
+        wait_for(f"{removed}'s series to leave every other host's /metrics", gone,
+                 time.monotonic() + 3 * NET_INTERVAL_S + 4, 0.5)
         self.timeline.log(f"removed host's series gone from {len(live)} hosts' /metrics "
                           f"{time.monotonic() - self.removed_at:.1f}s after the peers_file changed")
 
