@@ -32,21 +32,9 @@ trap cleanup EXIT
 median() { python3 -c "import statistics,sys; print(f\"{statistics.median(float(x) for x in sys.argv[1:]):.6g}\")" "$@"; }
 ratio() { python3 -c "import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 4))" "$1" "$2"; }
 
-# start_daemon NAME CONFIG_BODY: starts hostperf_exporter, sets $daemon_pid and $daemon_port.
-start_daemon() {
-  local name=$1 body=$2
-  mkdir -p "$work/$name"
-  printf 'state_directory = "%s"\n%s\n' "$work/$name/state" "$body" > "$work/$name/hostperf.toml"
-  "$exporter" --config.file="$work/$name/hostperf.toml" --web.listen-address=127.0.0.1:0 2>"$work/$name/log" &
-  daemon_pid=$!
-  pids+=("$daemon_pid")
-  for _ in $(seq 100); do
-    daemon_port=$(grep -oP '\(port \K[0-9]+' "$work/$name/log" 2>/dev/null | head -1 || true)
-    [ -n "$daemon_port" ] && return 0
-    sleep 0.1
-  done
-  echo "daemon $name did not start:" >&2; cat "$work/$name/log" >&2; exit 1
-}
+# shellcheck source=bench/daemon.sh
+source "$(dirname "$0")/../daemon.sh"
+
 stop_daemon() { kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; }
 cpu_seconds() { python3 -c "
 import os; f=open('/proc/$1/stat').read().rsplit(')',1)[1].split()

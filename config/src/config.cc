@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -129,6 +130,7 @@ class Loader {
                     Number("jitter", &c->scheduler.jitter, {0, 0.5, true, "[0, 0.5]"}),
                 }),
         Section("probes", ProbeSections(c)),
+        FullRuns(&c->full_runs),
     };
     ReadTable(root, "", fields);
   }
@@ -153,6 +155,172 @@ class Loader {
       fields.push_back(Probe(section, &probe));
     }
     return fields;
+  }
+
+  // [full_runs]: its keys, then the checks that need several of them.
+  Field FullRuns(FullRunsConfig* out) {
+    return {"full_runs", [this, out](const toml::node& node, const std::string& path) {
+              const toml::table* table = node.as_table();
+              if (table == nullptr) return WrongType(node, path, "a table");
+              FullRunsConfig runs;
+              Seen every;
+              Seen start;
+              Seen window;
+              Seen probes;
+              const toml::node* options = nullptr;
+              Fields fields = {
+                  Bool("enabled", &runs.enabled),
+                  DurationField("every", &runs.every, kAtLeastOneSecond, &every),
+                  {"window_start",
+                   [this, &runs, &start](const toml::node& value, const std::string& key_path) {
+                     start = {&value, ReadWindowStart(value, key_path, &runs)};
+                   }},
+                  DurationField("window", &runs.window, kPositive, &window),
+                  {"probes",
+                   [this, &runs, &probes](const toml::node& value, const std::string& key_path) {
+                     probes = {&value, ReadRunProbes(value, key_path, &runs.probes)};
+                   }},
+                  {"duration",
+                   [this, &runs](const toml::node& value, const std::string& key_path) {
+                     if (value.is_string() && value.as_string()->get().empty()) {  // none: the probes' own
+                       runs.duration.clear();
+                       return;
+                     }
+                     const auto d = ReadDuration(value, key_path, kPositive);
+                     if (d) runs.duration = value.is_string() ? *value.value<std::string>() : FormatDuration(*d);
+                   }},
+                  {"options", [&options](const toml::node& value, const std::string&) { options = &value; }},
+                  String("host", &runs.host),
+              };
+              ReadTable(*table, path, fields);
+              CheckCalendar(runs, path, every, start, window);
+              if (runs.enabled && runs.probes.empty() && (probes.node == nullptr || probes.valid)) {
+                Invalid(probes.node != nullptr ? *probes.node : node, JoinPath(path, "probes"),
+                        "list the probes to run when enabled, e.g. [\"disk\"]");
+              }
+              if (options != nullptr) ReadRunOptions(*options, JoinPath(path, "options"), &runs);
+              *out = std::move(runs);
+            }};
+  }
+
+  // "Ddd HH:MM" (Mon..Sun) or "HH:MM", UTC; sets window_start and window_anchor.
+  bool ReadWindowStart(const toml::node& node, const std::string& path, FullRunsConfig* runs) {
+    const auto* value = node.as_string();
+    if (value == nullptr) {
+      WrongType(node, path, "a string like \"Sun 02:00\"");
+      return false;
+    }
+    static constexpr std::string_view kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    const std::string& text = value->get();
+    std::string_view rest = text;
+    std::optional<int> weekday;
+    if (rest.size() == 9 && rest[3] == ' ') {
+      const auto day = std::find(std::begin(kDays), std::end(kDays), rest.substr(0, 3));
+      if (day != std::end(kDays)) weekday = static_cast<int>(day - std::begin(kDays));
+      rest.remove_prefix(4);
+    }
+    const auto digit = [&rest](std::size_t i) { return rest[i] >= '0' && rest[i] <= '9' ? rest[i] - '0' : -100; };
+    const int hours = rest.size() == 5 && rest[2] == ':' ? digit(0) * 10 + digit(1) : -1;
+    const int minutes = rest.size() == 5 && rest[2] == ':' ? digit(3) * 10 + digit(4) : -1;
+    if ((text.size() != 5 && !weekday) || hours < 0 || hours > 23 || minutes < 0 || minutes > 59) {
+      Invalid(node, path,
+              "\"" + text + "\" is not \"Ddd HH:MM\" (Mon..Sun, 24-hour UTC, e.g. \"Sun 02:00\") or \"HH:MM\"");
+      return false;
+    }
+    // 1970-01-01 was a Thursday: the first Sunday is day 3.
+    const Duration day_start = weekday ? Duration(std::chrono::hours(24 * ((*weekday + 3) % 7))) : Duration(0);
+    runs->window_start = text;
+    runs->window_anchor = day_start + std::chrono::hours(hours) + std::chrono::minutes(minutes);
+    return true;
+  }
+
+  // Cross-field checks: a weekday start needs whole weeks and a daily one a
+  // period that divides a day (so windows keep their weekday or time of day),
+  // and the window fits in the period.
+  void CheckCalendar(const FullRunsConfig& runs, const std::string& path, const Seen& every, const Seen& start,
+                     const Seen& window) {
+    if ((every.node != nullptr && !every.valid) || (start.node != nullptr && !start.valid) ||
+        (window.node != nullptr && !window.valid)) {
+      return;  // already reported
+    }
+    const toml::node* at = every.node != nullptr ? every.node : start.node;
+    const bool weekly = runs.window_start.size() > 5;
+    constexpr Duration kDay = 24h;
+    constexpr Duration kWeek = 7 * kDay;
+    if (at != nullptr && weekly && runs.every % kWeek != Duration(0)) {
+      Invalid(*at, JoinPath(path, every.node != nullptr ? "every" : "window_start"),
+              FormatDuration(runs.every) + " is not a whole number of weeks, which a weekday window_start (\"" +
+                  runs.window_start + "\") needs; use \"HH:MM\" for shorter periods");
+      return;
+    }
+    if (at != nullptr && !weekly && kDay % runs.every != Duration(0)) {
+      Invalid(*at, JoinPath(path, every.node != nullptr ? "every" : "window_start"),
+              FormatDuration(runs.every) + " does not divide a day, which a daily window_start (\"" +
+                  runs.window_start + "\") needs (e.g. 24h, 6h, 20s); use \"Ddd HH:MM\" for weekly runs");
+      return;
+    }
+    if (runs.window > runs.every) {
+      const toml::node* where = window.node != nullptr ? window.node : every.node;
+      if (where != nullptr) {
+        Invalid(*where, JoinPath(path, window.node != nullptr ? "window" : "every"),
+                "the window (" + FormatDuration(runs.window) + ") is longer than the period (" +
+                    FormatDuration(runs.every) + ")");
+      }
+    }
+  }
+
+  // Registered probe names, no duplicates.
+  bool ReadRunProbes(const toml::node& node, const std::string& path, std::vector<std::string>* out) {
+    std::vector<std::string> names;
+    const std::size_t issues = issues_.size();
+    StringList("probes", &names).read(node, path);
+    if (issues_.size() != issues) return false;
+    const toml::array& array = *node.as_array();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const bool known = std::any_of(sections_.begin(), sections_.end(),
+                                     [&](const SectionSchema& section) { return section.name == names[i]; });
+      if (!known) {
+        Invalid(*array.get(i), Indexed(path, i), "unknown probe \"" + names[i] + "\" (known: " + KnownSections() + ")");
+        return false;
+      }
+      if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), names[i]) !=
+          names.begin() + static_cast<std::ptrdiff_t>(i)) {
+        Invalid(*array.get(i), Indexed(path, i), "\"" + names[i] + "\" is listed twice");
+        return false;
+      }
+    }
+    *out = std::move(names);
+    return true;
+  }
+
+  // [full_runs.options.<probe>]: kept as JSON for the probe's own parser; the
+  // probe must be one of full_runs.probes.
+  void ReadRunOptions(const toml::node& node, const std::string& path, FullRunsConfig* runs) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) return WrongType(node, path, "a table of probe name -> options");
+    for (auto&& [key, value] : *table) {
+      const std::string probe(key.str());
+      const std::string child = JoinPath(path, probe);
+      if (std::find(runs->probes.begin(), runs->probes.end(), probe) == runs->probes.end()) {
+        Fail(key.source(), child + ": \"" + probe + "\" is not one of full_runs.probes");
+        continue;
+      }
+      const toml::table* options = value.as_table();
+      if (options == nullptr) {
+        WrongType(value, child, "a table");
+        continue;
+      }
+      std::ostringstream json;
+      json << toml::json_formatter(
+          *options, toml::format_flags::quote_dates_and_times | toml::format_flags::quote_infinities_and_nans);
+      runs->options_json[probe] = json.str();
+    }
+  }
+
+  std::string KnownSections() const {
+    std::string names;
+    for (const SectionSchema& section : sections_) names += (names.empty() ? "" : ", ") + section.name;
+    return names;
   }
 
   void Fail(const toml::source_region& where, std::string message) {
@@ -393,6 +561,45 @@ class Loader {
             }};
   }
 
+  Field NameTable(std::string_view name, std::map<std::string, std::string>* out, std::size_t max_length,
+                  std::string_view example, std::function<std::string(const std::string&)> check) {
+    return {std::string(name), [this, out, max_length, example = std::string(example), check = std::move(check)](
+                                   const toml::node& node, const std::string& path) {
+              const toml::table* table = node.as_table();
+              if (table == nullptr) return WrongType(node, path, "a table like " + example);
+              // Keeps going after a bad entry, as DurationTable does.
+              std::map<std::string, std::string> names;
+              bool valid = true;
+              for (auto&& [key, value] : *table) {
+                const std::string entry = JoinPath(path, key.str());
+                const auto* text = value.as_string();
+                std::string refused;
+                if (key.str().empty()) {
+                  Fail(key.source(), path + ": empty key");
+                } else if (check && !(refused = check(std::string(key.str()))).empty()) {
+                  Fail(key.source(), entry + ": " + refused);
+                } else if (text == nullptr) {
+                  WrongType(value, entry, "a name string like " + example);
+                } else if (!ValidName(text->get(), max_length)) {
+                  Invalid(value, entry,
+                          "\"" + text->get() + "\" is not a name of 1 to " + std::to_string(max_length) +
+                              " characters a-z, 0-9 and _");
+                } else {
+                  names.emplace(key.str(), text->get());
+                  continue;
+                }
+                valid = false;
+              }
+              if (valid) *out = std::move(names);
+            }};
+  }
+
+  static bool ValidName(std::string_view name, std::size_t max_length) {
+    return !name.empty() && name.size() <= max_length && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+  }
+
   std::string source_;
   std::span<const SectionSchema> sections_;
   std::vector<Issue> issues_;
@@ -479,6 +686,10 @@ void Schema::PortList(std::string_view key, std::vector<std::uint16_t>* out) {
 void Schema::DurationTable(std::string_view key, std::map<std::string, config::Duration>* out, LowerBound bound,
                            std::string_view example) {
   fields_.push_back(loader_.DurationTable(key, out, bound, example));
+}
+void Schema::NameTable(std::string_view key, std::map<std::string, std::string>* out, std::size_t max_length,
+                       std::string_view example, std::function<std::string(const std::string& key)> check) {
+  fields_.push_back(loader_.NameTable(key, out, max_length, example, std::move(check)));
 }
 
 Result<Config> LoadString(std::string_view text, std::string_view source, std::span<const SectionSchema> sections) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -57,6 +58,15 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.budget.busy_io_pressure, b.budget.busy_io_pressure);
   EXPECT_EQ(a.scheduler.first_run_splay, b.scheduler.first_run_splay);
   EXPECT_EQ(a.scheduler.jitter, b.scheduler.jitter);
+  EXPECT_EQ(a.full_runs.enabled, b.full_runs.enabled);
+  EXPECT_EQ(a.full_runs.every, b.full_runs.every);
+  EXPECT_EQ(a.full_runs.window_start, b.full_runs.window_start);
+  EXPECT_EQ(a.full_runs.window_anchor, b.full_runs.window_anchor);
+  EXPECT_EQ(a.full_runs.window, b.full_runs.window);
+  EXPECT_EQ(a.full_runs.probes, b.full_runs.probes);
+  EXPECT_EQ(a.full_runs.duration, b.full_runs.duration);
+  EXPECT_EQ(a.full_runs.options_json, b.full_runs.options_json);
+  EXPECT_EQ(a.full_runs.host, b.full_runs.host);
 
   ExpectSameSchedule(a.Section("cpu").schedule, b.Section("cpu").schedule, "cpu");
   EXPECT_EQ(Cpu(a).calibration_runs, Cpu(b).calibration_runs);
@@ -70,6 +80,7 @@ void ExpectSameConfig(const Config& a, const Config& b) {
 
   ExpectSameSchedule(a.Section("disk").schedule, b.Section("disk").schedule, "disk");
   EXPECT_EQ(Disk(a).directories, Disk(b).directories);
+  EXPECT_EQ(Disk(a).directory_roles, Disk(b).directory_roles);
   EXPECT_EQ(Disk(a).bytes_per_run, Disk(b).bytes_per_run);
   EXPECT_EQ(Disk(a).threads, Disk(b).threads);
   EXPECT_EQ(Disk(a).files_per_thread, Disk(b).files_per_thread);
@@ -134,7 +145,8 @@ TEST(DefaultsTest, MatchDesignDocument) {
   EXPECT_EQ(Disk(c).reserve, kGiB);
   EXPECT_EQ(c.Section("net").schedule.interval, 30s);
   EXPECT_EQ(Net(c).ports, std::vector<std::uint16_t>{14159});
-  EXPECT_EQ(Net(c).max_peers_per_cycle, 8u);
+  EXPECT_EQ(Net(c).max_peers_per_cycle, 32u);
+  EXPECT_EQ(Net(c).observers, 8u);
   // Defaults must themselves be valid: every timeout within its interval.
   for (const ProbeSchedule* s : {&c.Section("cpu").schedule, &c.Section("memory").schedule, &c.Section("disk").schedule,
                                  &c.Section("net").schedule}) {
@@ -190,6 +202,7 @@ enabled = false
 interval = "30min"
 timeout = "10min"
 directories = ["/data/1", "/data/2"]
+directory_roles = { "/data/2" = "wal_2" }
 bytes_per_run = "128 MB"
 threads = 4
 files_per_thread = 2
@@ -207,7 +220,9 @@ ports = [14159, 14160]
 secret_file = "/etc/hostperf/secret"
 peers = ["db1", "db2:14160", "[fe80::1]:14159"]
 peers_file = "/etc/hostperf/peers.json"
-max_peers_per_cycle = 32
+self = "db1"
+observers = 12
+max_peers_per_cycle = 48
 )",
                            "full.toml");
   ASSERT_TRUE(loaded.ok()) << loaded.error();
@@ -242,6 +257,7 @@ max_peers_per_cycle = 32
   EXPECT_EQ(c.Section("disk").schedule.interval, 30min);
   EXPECT_EQ(c.Section("disk").schedule.timeout, 10min);
   EXPECT_EQ(Disk(c).directories, (std::vector<std::string>{"/data/1", "/data/2"}));
+  EXPECT_EQ(Disk(c).directory_roles, (std::map<std::string, std::string>{{"/data/2", "wal_2"}}));
   EXPECT_EQ(Disk(c).bytes_per_run, 128 * kMiB);
   EXPECT_EQ(Disk(c).threads, 4u);
   EXPECT_EQ(Disk(c).files_per_thread, 2u);
@@ -258,7 +274,9 @@ max_peers_per_cycle = 32
   EXPECT_EQ(Net(c).secret_file, "/etc/hostperf/secret");
   EXPECT_EQ(Net(c).peers, (std::vector<std::string>{"db1", "db2:14160", "[fe80::1]:14159"}));
   EXPECT_EQ(Net(c).peers_file, "/etc/hostperf/peers.json");
-  EXPECT_EQ(Net(c).max_peers_per_cycle, 32u);
+  EXPECT_EQ(Net(c).self, "db1");
+  EXPECT_EQ(Net(c).observers, 12u);
+  EXPECT_EQ(Net(c).max_peers_per_cycle, 48u);
 }
 
 TEST(LoadStringTest, DottedKeysAndInlineTablesAreEquivalent) {
@@ -304,6 +322,13 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "budget.busy_io_pressure",
       "scheduler.first_run_splay",
       "scheduler.jitter",
+      "full_runs.enabled",
+      "full_runs.every",
+      "full_runs.window_start",
+      "full_runs.window",
+      "full_runs.probes",
+      "full_runs.duration",
+      "full_runs.host",
       "probes.cpu.enabled",
       "probes.cpu.interval",
       "probes.cpu.timeout",
@@ -320,6 +345,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.disk.interval",
       "probes.disk.timeout",
       "probes.disk.directories",
+      "probes.disk.directory_roles",
       "probes.disk.bytes_per_run",
       "probes.disk.threads",
       "probes.disk.files_per_thread",
@@ -335,6 +361,8 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.net.secret_file",
       "probes.net.peers",
       "probes.net.peers_file",
+      "probes.net.self",
+      "probes.net.observers",
       "probes.net.max_peers_per_cycle",
       "probes.net.packets_per_cycle",
       "probes.net.packet_interval",
@@ -467,6 +495,23 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
        "bad.toml:2:16: probes.disk.directories[0]: must not be empty"},
       {"directories not an array", "[probes.disk]\ndirectories = \"/data\"\n",
        "bad.toml:2:15: probes.disk.directories: expected an array of strings, got string"},
+      {"role for an unlisted directory",
+       "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/b\" = \"data\" }\n",
+       R"(bad.toml:3:21: probes.disk.directory_roles.'/b': "/b" is not in probes.disk.directories)"},
+      {"role without directories", "[probes.disk]\ndirectory_roles = { \"/var/lib/hostperf/disk\" = \"state\" }\n",
+       R"(bad.toml:2:21: probes.disk.directory_roles.'/var/lib/hostperf/disk': "/var/lib/hostperf/disk" is not in probes.disk.directories)"},
+      {"bad role name", "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = \"Fast-SSD\" }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': "Fast-SSD" is not a name of 1 to 32 characters a-z, 0-9 and _)"},
+      {"role too long",
+       "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = \"" + std::string(33, 'r') + "\" }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': ")" + std::string(33, 'r') +
+           R"(" is not a name of 1 to 32 characters a-z, 0-9 and _)"},
+      {"empty role", "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = \"\" }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': "" is not a name of 1 to 32 characters a-z, 0-9 and _)"},
+      {"role not a string", "[probes.disk]\ndirectories = [\"/a\"]\ndirectory_roles = { \"/a\" = 1 }\n",
+       R"(bad.toml:3:28: probes.disk.directory_roles.'/a': expected a name string like { "/data" = "data" }, got integer)"},
+      {"roles not a table", "[probes.disk]\ndirectory_roles = [\"data\"]\n",
+       R"(bad.toml:2:19: probes.disk.directory_roles: expected a table like { "/data" = "data" }, got array)"},
       {"interval below 1s", "[probes.cpu]\ninterval = \"500ms\"\n",
        "bad.toml:2:12: probes.cpu.interval: 500ms is out of range (must be at least 1s)"},
       {"zero timeout", "[probes.cpu]\ntimeout = \"0s\"\n",
@@ -593,6 +638,80 @@ TEST(ResolveStateDirectoryTest, DefaultSeamReadsProcessEnvironment) {
     ::setenv("STATE_DIRECTORY", previous->c_str(), 1);
   } else {
     ::unsetenv("STATE_DIRECTORY");
+  }
+}
+
+TEST(FullRunsTest, DefaultsAreAWeeklySundayWindowAndDisabled) {
+  const Config defaults = ProbeDefaults();
+  EXPECT_FALSE(defaults.full_runs.enabled);
+  EXPECT_EQ(defaults.full_runs.every, 7 * 24h);
+  EXPECT_EQ(defaults.full_runs.window_start, "Sun 02:00");
+  EXPECT_EQ(defaults.full_runs.window_anchor, 3 * 24h + 2h);  // 1970-01-04 was the first Sunday
+  EXPECT_EQ(defaults.full_runs.window, 4h);
+  EXPECT_TRUE(defaults.full_runs.probes.empty());
+  EXPECT_TRUE(defaults.full_runs.options_json.empty());
+}
+
+TEST(FullRunsTest, ReadsEveryKeyAndKeepsOptionsAsJson) {
+  const auto loaded = Load(
+      "[full_runs]\nenabled = true\nevery = \"336h\"\nwindow_start = \"Wed 22:30\"\nwindow = \"90min\"\n"
+      "probes = [\"disk\", \"cpu\"]\nduration = 120\nhost = \"db-07\"\n"
+      "[full_runs.options.disk]\ndirectories = [\"/data\"]\nthread_count = 2\ndisable_direct_io = true\n",
+      "full.toml");
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  const FullRunsConfig& runs = loaded->full_runs;
+  EXPECT_TRUE(runs.enabled);
+  EXPECT_EQ(runs.every, 14 * 24h);
+  EXPECT_EQ(runs.window_start, "Wed 22:30");
+  EXPECT_EQ(runs.window_anchor, 6 * 24h + 22h + 30min);  // 1970-01-07, the first Wednesday
+  EXPECT_EQ(runs.window, 90min);
+  EXPECT_EQ(runs.probes, (std::vector<std::string>{"disk", "cpu"}));
+  EXPECT_EQ(runs.duration, "2min");
+  EXPECT_EQ(runs.host, "db-07");
+  ASSERT_EQ(runs.options_json.count("disk"), 1u);
+  EXPECT_EQ(nlohmann::json::parse(runs.options_json.at("disk")),
+            nlohmann::json({{"directories", {"/data"}}, {"thread_count", 2}, {"disable_direct_io", true}}));
+
+  // Daily and accelerated calendars ("HH:MM" from 1970-01-01).
+  const auto fast = Load("[full_runs]\nevery = \"20s\"\nwindow_start = \"00:00\"\nwindow = \"10s\"\n", "f.toml");
+  ASSERT_TRUE(fast.ok()) << fast.error();
+  EXPECT_EQ(fast->full_runs.window_anchor, 0s);
+  const auto thursday = Load("[full_runs]\nwindow_start = \"Thu 01:00\"\n", "t.toml");
+  ASSERT_TRUE(thursday.ok()) << thursday.error();
+  EXPECT_EQ(thursday->full_runs.window_anchor, 1h);
+}
+
+TEST(FullRunsTest, RejectsBadCalendarsWithOneLine) {
+  const std::vector<BadCase> cases = {
+      {"weekday typo", "[full_runs]\nwindow_start = \"Sunday 02:00\"\n",
+       R"(bad.toml:2:16: full_runs.window_start: "Sunday 02:00" is not "Ddd HH:MM" (Mon..Sun, 24-hour UTC, e.g. "Sun 02:00") or "HH:MM")"},
+      {"hour out of range", "[full_runs]\nwindow_start = \"Sun 24:00\"\n",
+       R"(bad.toml:2:16: full_runs.window_start: "Sun 24:00" is not "Ddd HH:MM" (Mon..Sun, 24-hour UTC, e.g. "Sun 02:00") or "HH:MM")"},
+      {"weekday with a daily period", "[full_runs]\nevery = \"24h\"\n",
+       R"(bad.toml:2:9: full_runs.every: 24h is not a whole number of weeks, which a weekday window_start ("Sun 02:00") needs; use "HH:MM" for shorter periods)"},
+      {"daily start with a weekly period", "[full_runs]\nwindow_start = \"02:00\"\n",
+       R"(bad.toml:2:16: full_runs.window_start: 168h does not divide a day, which a daily window_start ("02:00") needs (e.g. 24h, 6h, 20s); use "Ddd HH:MM" for weekly runs)"},
+      {"period below a second", "[full_runs]\nevery = \"500ms\"\nwindow_start = \"00:00\"\n",
+       "bad.toml:2:9: full_runs.every: 500ms is out of range (must be at least 1s)"},
+      {"window longer than the period", "[full_runs]\nevery = \"20s\"\nwindow_start = \"00:00\"\nwindow = \"30s\"\n",
+       "bad.toml:4:10: full_runs.window: the window (30s) is longer than the period (20s)"},
+      {"unknown probe", "[full_runs]\nprobes = [\"cpu\", \"gpu\"]\n",
+       "bad.toml:2:18: full_runs.probes[1]: unknown probe \"gpu\" (known: " + probes::KnownProbeNames() + ")"},
+      {"probe twice", "[full_runs]\nprobes = [\"cpu\", \"cpu\"]\n",
+       R"(bad.toml:2:18: full_runs.probes[1]: "cpu" is listed twice)"},
+      {"enabled without probes", "[full_runs]\nenabled = true\n",
+       R"(bad.toml:1:1: full_runs.probes: list the probes to run when enabled, e.g. ["disk"])"},
+      {"options for a probe not run", "[full_runs]\nprobes = [\"cpu\"]\n[full_runs.options.disk]\nthread_count = 2\n",
+       R"(bad.toml:3:20: full_runs.options.disk: "disk" is not one of full_runs.probes)"},
+      {"zero duration", "[full_runs]\nduration = \"0s\"\n",
+       "bad.toml:2:12: full_runs.duration: 0s is out of range (must be greater than 0s)"},
+      {"unknown key", "[full_runs]\nwindow_end = \"06:00\"\n", R"(bad.toml:2:1: unknown key "full_runs.window_end")"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto loaded = Load(c.toml, "bad.toml");
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_EQ(loaded.error(), c.error);
   }
 }
 

@@ -14,6 +14,7 @@ GRAFANA_VARIABLES = {
     "$__rate_interval": "1m",
     "$__interval": "30s",
     "$__range": "1h",
+    "$cluster": ".*",
     "$job": ".+",
     "$instance": ".+",
 }

@@ -237,6 +237,66 @@ TEST(DiskDaemon, ScheduledRunsExportMetrics) {
   EXPECT_TRUE(Files(data).empty());
 }
 
+// Two directories with roles, then a reload that drops one: every series of
+// the dropped directory leaves /metrics, the kept one's stay, and the failure
+// counters exist at 0 from start-up.
+TEST(DiskDaemon, ReloadDropsARemovedDirectorysSeries) {
+  TempDir dir;
+  const std::string a = dir.path() + "/a";
+  const std::string b = dir.path() + "/b";
+  fs::create_directory(a);
+  fs::create_directory(b);
+  const auto config = [&](const std::string& directories, const std::string& roles) {
+    return dir.Write("c.toml", "state_directory = \"" + dir.path() +
+                                   "/state\"\n"
+                                   "[scheduler]\nfirst_run_splay = \"1s\"\n"
+                                   "[probes.cpu]\nenabled = false\n"
+                                   "[probes.memory]\nenabled = false\n"
+                                   "[probes.net]\nenabled = false\n"
+                                   "[probes.disk]\ninterval = \"3s\"\ntimeout = \"3s\"\n"
+                                   "directories = [" +
+                                   directories + "]\ndirectory_roles = {" + roles +
+                                   "}\n"
+                                   "bytes_per_run = \"1mb\"\nmax_buffer_size = \"64kb\"\nreserve = \"1kb\"\n"
+                                   "disable_direct_io = true\n");
+  };
+  Daemon daemon(config("\"" + a + "\", \"" + b + "\"", "\"" + b + "\" = \"wal\""));
+  const std::string label_a = "directory=\"" + a + "\"";
+  const std::string label_b = "directory=\"" + b + "\"";
+  ASSERT_TRUE(daemon.WaitFor("hostperf_probe_runs_total{probe=\"disk\"}", 0, seconds(30))) << daemon.process().Stderr();
+  const std::string at_start = daemon.Metrics();
+  EXPECT_EQ(Sample(at_start, "hostperf_disk_directory_info{" + label_a + ",role=\"data\"}"), 1.0) << at_start;
+  EXPECT_EQ(Sample(at_start, "hostperf_disk_directory_info{" + label_b + ",role=\"wal\"}"), 1.0);
+  for (const std::string reason : {"verify_error", "io_error", "timeout", "internal_error"}) {
+    EXPECT_TRUE(Sample(at_start, "hostperf_probe_failures_total{probe=\"disk\",reason=\"" + reason + "\"}").has_value())
+        << reason;
+  }
+  EXPECT_TRUE(Sample(at_start, "hostperf_probe_skipped_total{probe=\"disk\",reason=\"no_space\"}").has_value());
+
+  ASSERT_TRUE(daemon.WaitFor("hostperf_disk_written_bytes_total{" + label_b + "}", 1, seconds(60)))
+      << daemon.process().Stderr();
+  ASSERT_THAT(daemon.Metrics(), HasSubstr("hostperf_disk_op_latency_seconds_count{" + label_b));
+
+  config("\"" + a + "\"", "");
+  daemon.process().Signal(SIGHUP);
+  bool dropped = false;
+  for (const auto until = std::chrono::steady_clock::now() + seconds(20); !dropped;) {
+    dropped = daemon.Metrics().find(label_b) == std::string::npos;
+    if (std::chrono::steady_clock::now() > until) break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(dropped) << daemon.Metrics();
+  // Later runs measure only a; b stays gone.
+  const double runs = Sample(daemon.Metrics(), "hostperf_probe_runs_total{probe=\"disk\"}").value_or(0);
+  ASSERT_TRUE(daemon.WaitFor("hostperf_probe_runs_total{probe=\"disk\"}", runs + 1, seconds(30)));
+  const std::string after = daemon.Metrics();
+  EXPECT_THAT(after, Not(HasSubstr(label_b)));
+  EXPECT_EQ(Sample(after, "hostperf_disk_verify_errors_total{" + label_a + "}"), 0.0);
+  EXPECT_EQ(Sample(after, "hostperf_disk_directory_info{" + label_a + ",role=\"data\"}"), 1.0);
+  daemon.process().Signal(SIGTERM);
+  EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
+}
+
 // A size-limited tmpfs: the free-space guard skips with no_space, nothing is
 // left behind, and the daemon keeps serving.
 TEST(DiskDaemon, SmallFileSystemGivesNoSpace) {

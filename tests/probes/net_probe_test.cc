@@ -4,11 +4,16 @@
 #include <prometheus/registry.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "hostperf/probes/net/module.h"
+#include "hostperf/probes/net/peers.h"
+#include "temp_dir.h"
 
 namespace hostperf::probes::net {
 namespace {
@@ -28,6 +33,55 @@ std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families
   return std::nullopt;
 }
 
+// Exposition lines of one collected series (a histogram: its buckets, +Inf
+// included, plus _sum and _count).
+std::size_t Lines(const MetricFamily& family, const ClientMetric& metric) {
+  if (family.type == prometheus::MetricType::Histogram) return metric.histogram.bucket.size() + 2;
+  if (family.type == prometheus::MetricType::Summary) return metric.summary.quantile.size() + 2;
+  return 1;
+}
+
+std::size_t CountSeries(const std::vector<MetricFamily>& families) {
+  std::size_t n = 0;
+  for (const auto& family : families) {
+    for (const auto& metric : family.metric) n += Lines(family, metric);
+  }
+  return n;
+}
+
+// Series labelled with this peer, or with any peer when `peer` is empty.
+std::size_t CountPeerSeries(const std::vector<MetricFamily>& families, const std::string& peer = "") {
+  std::size_t n = 0;
+  for (const auto& family : families) {
+    for (const auto& metric : family.metric) {
+      for (const auto& label : metric.label) {
+        if (label.name == "peer" && (peer.empty() || label.value == peer)) n += Lines(family, metric);
+      }
+    }
+  }
+  return n;
+}
+
+double Gauge(const std::vector<MetricFamily>& families, const std::string& name,
+             const std::vector<ClientMetric::Label>& labels = {}) {
+  const auto series = FindSeries(families, name, labels);
+  EXPECT_TRUE(series) << name;
+  return series ? series->gauge.value : -1;
+}
+
+class FakeWallClock final : public Clock {
+ public:
+  std::chrono::steady_clock::time_point Now() const override { return {}; }
+  double UnixSeconds() const override { return unix_seconds; }
+  double unix_seconds = 1.7e9;
+};
+
+// Series every peer in the probed set has once pinged: the RTT histogram
+// (18 bounds + +Inf + _sum + _count), packets sent and lost, up and the last
+// probe time. An answering peer adds the clock offset, a burst the
+// throughput series.
+constexpr std::size_t kSeriesPerPingedPeer = 21 + 2 + 1 + 1;
+
 class NetProbeTest : public ::testing::Test {
  protected:
   NetProbeTest() {
@@ -39,7 +93,10 @@ class NetProbeTest : public ::testing::Test {
     Net().throughput_rate = 8 << 20;
     ProbeDeps deps;
     deps.registry = registry_.get();
-    probe_ = CreateNetProbe(deps);
+    NetProbeSeams seams;
+    seams.local_addresses = [] { return std::vector<std::string>{"127.0.0.1"}; };
+    seams.clock = &clock_;
+    probe_ = CreateNetProbe(deps, std::move(seams));
     probe_->StartServices(config_.Section("net"));
   }
 
@@ -60,6 +117,7 @@ class NetProbeTest : public ::testing::Test {
 
   NetProbeConfig& Net() { return config_.EditSettings<NetProbeConfig>(); }
 
+  FakeWallClock clock_;
   config::Config config_ = DefaultConfig();
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<Probe> probe_;
@@ -92,6 +150,7 @@ TEST_F(NetProbeTest, DefaultsProbeTheOwnResponder) {
 TEST_F(NetProbeTest, UnresolvableAndDeadPeersDoNotStallOthers) {
   const std::string self = SelfAddress();
   Net().peers = {"nonexistent.invalid", "127.0.0.1:1", self};
+  Net().self = "prober:1";  // not in the list: its own responder is a peer like the others
   const auto started = std::chrono::steady_clock::now();
   const auto outcome = probe_->Run(Context(RunMode::kScheduled));
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
@@ -100,6 +159,185 @@ TEST_F(NetProbeTest, UnresolvableAndDeadPeersDoNotStallOthers) {
   EXPECT_EQ(FindSeries(families, "hostperf_net_peer_up", {{"peer", "nonexistent.invalid"}})->gauge.value, 0);
   EXPECT_EQ(FindSeries(families, "hostperf_net_peer_up", {{"peer", "127.0.0.1:1"}})->gauge.value, 0);
   EXPECT_EQ(FindSeries(families, "hostperf_net_peer_up", {{"peer", self}})->gauge.value, 1);
+}
+
+// The entry at this host's address and responder port is this host: never
+// probed, and the own-responder series of the run before go with the
+// membership change.
+TEST_F(NetProbeTest, OwnEntryIsFoundByAddressAndPortAndNotProbed) {
+  const std::string self = SelfAddress();  // "localhost" was probed
+  Net().peers = {self, "127.0.0.1:1"};
+  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
+  EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1");
+  EXPECT_EQ(outcome.reason, "all_peers_down");
+  const auto families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "known"}}), 2);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), 1);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "observers"}}), 1);
+  EXPECT_EQ(CountPeerSeries(families, self), 0u);
+  EXPECT_EQ(CountPeerSeries(families, "localhost"), 0u);
+  EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), kSeriesPerPingedPeer);
+}
+
+// A peer that leaves the set loses every series in the next run; the ones
+// that stay keep theirs, with the time of the run that probed them.
+TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {
+  const std::string self = SelfAddress();
+  Net().self = "prober:1";
+  Net().peers = {self, "127.0.0.1:1", "nonexistent.invalid"};
+  clock_.unix_seconds = 1000;
+  probe_->Run(Context(RunMode::kScheduled));  // TCP burst to self
+  clock_.unix_seconds = 1030;
+  const auto outcome = probe_->Run(Context(RunMode::kScheduled));  // UDP burst
+  ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
+  auto families = registry_->Collect();
+  const std::vector<ClientMetric::Label> alive = {{"peer", self}};
+  EXPECT_EQ(Gauge(families, "hostperf_net_peer_last_probe_timestamp_seconds", alive), 1030);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peer_last_probe_timestamp_seconds", {{"peer", "nonexistent.invalid"}}), 1030);
+  // Pinged, answered, and both bursts: every per-peer family.
+  EXPECT_EQ(CountPeerSeries(families, self), kSeriesPerPingedPeer + 1 + 5);
+  EXPECT_EQ(CountPeerSeries(families, "nonexistent.invalid"), kSeriesPerPingedPeer);
+  EXPECT_EQ(CountPeerSeries(families, "localhost"), 0u);
+
+  Net().peers = {"127.0.0.1:1"};
+  clock_.unix_seconds = 1060;
+  probe_->Run(Context(RunMode::kScheduled));
+  families = registry_->Collect();
+  EXPECT_EQ(CountPeerSeries(families, self), 0u);
+  EXPECT_EQ(CountPeerSeries(families, "nonexistent.invalid"), 0u);
+  EXPECT_EQ(CountPeerSeries(families), kSeriesPerPingedPeer);  // only 127.0.0.1:1 is left
+  EXPECT_EQ(Gauge(families, "hostperf_net_peer_last_probe_timestamp_seconds", {{"peer", "127.0.0.1:1"}}), 1060);
+
+  // Back again: its counters restart from 0.
+  Net().peers = {self};
+  probe_->Run(Context(RunMode::kScheduled));
+  families = registry_->Collect();
+  EXPECT_EQ(FindSeries(families, "hostperf_net_packets_sent_total", alive)->counter.value, 5);
+  EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), 0u);
+}
+
+// The peers file is read again on the next run after a change, without a
+// reload: a replacement by rename (same size and time) included; a bad edit
+// keeps the last good list and is counted once.
+TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
+  const std::string self = SelfAddress();
+  test_support::TempDir dir;
+  const auto path = dir.path() / "peers.json";
+  const auto write = [&](const std::string& target) {
+    const auto staged = dir.path() / "staged.json";
+    std::ofstream(staged) << R"([{"targets": [")" + target + R"("]}])";
+    if (std::filesystem::exists(path)) std::filesystem::last_write_time(staged, std::filesystem::last_write_time(path));
+    std::filesystem::rename(staged, path);
+  };
+  std::string other = self;  // same length as self, another port nobody serves
+  other.back() = other.back() == '1' ? '2' : '1';
+  write(self);
+  Net().self = "prober:1";
+  Net().peers_file = path.string();
+  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  EXPECT_EQ(outcome.result["peers"][0]["peer"], self) << outcome.result.dump();
+  EXPECT_EQ(outcome.status, ProbeOutcome::Status::kSuccess);
+
+  write(other);
+  outcome = probe_->Run(Context(RunMode::kScheduled));
+  ASSERT_EQ(outcome.result["peers"].size(), 1u);
+  EXPECT_EQ(outcome.result["peers"][0]["peer"], other);
+  auto families = registry_->Collect();
+  EXPECT_EQ(CountPeerSeries(families, self), 0u);
+  EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerPingedPeer);
+  EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 0);
+
+  std::ofstream(path) << "[{\"targets\": [";  // a bad edit
+  for (int run = 0; run < 2; ++run) {
+    outcome = probe_->Run(Context(RunMode::kScheduled));
+    EXPECT_EQ(outcome.result["peers"][0]["peer"], other);
+    EXPECT_FALSE(outcome.result["errors"].empty());
+  }
+  families = registry_->Collect();
+  EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 1);
+  EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerPingedPeer);
+}
+
+TEST_F(NetProbeTest, ThroughputSkipReasonsStartAtZero) {
+  const auto families = registry_->Collect();
+  for (const char* reason : {"busy", "budget", "no_peer", "error"}) {
+    const auto series = FindSeries(families, "hostperf_net_throughput_skipped_total", {{"reason", reason}});
+    ASSERT_TRUE(series) << reason;
+    EXPECT_EQ(series->counter.value, 0) << reason;
+  }
+}
+
+// 1000 configured peers: this host's exposition stays small, and its
+// per-peer series are exactly S per peer of its observed set. Peers are
+// loopback addresses on the discard port: nothing answers, nothing waits long.
+TEST_F(NetProbeTest, ExpositionIsBoundedAtAThousandPeers) {
+  std::vector<std::string> peers;
+  std::vector<PeerSpec> members;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string host = "127.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
+    peers.push_back(host + ":9");
+    members.push_back({host + ":9", host, 9});
+  }
+  Net().peers = peers;
+  Net().self = peers[500];
+  Net().packets_per_cycle = 1;
+  Net().reply_timeout = 5ms;
+  const auto expected = ObservedTargets(peers[500], members, 8);
+  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  EXPECT_EQ(outcome.reason, "all_peers_down");
+  EXPECT_EQ(outcome.result["peers"].size(), expected.size());
+  auto families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "known"}}), 1000);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "observers"}}), 8);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), static_cast<double>(expected.size()));
+  EXPECT_EQ(CountPeerSeries(families), kSeriesPerPingedPeer * expected.size());
+  const std::size_t fixed = CountSeries(families) - CountPeerSeries(families);
+  std::printf("1000 peers, k=8: %zu series (%zu fixed + %zu x %zu peers)\n", CountSeries(families), fixed,
+              kSeriesPerPingedPeer, expected.size());
+  EXPECT_LT(CountSeries(families), 2000u);
+
+  // Every host observing everyone: the cap holds the bound.
+  Net().observers = 1000;
+  outcome = probe_->Run(Context(RunMode::kScheduled));
+  families = registry_->Collect();
+  EXPECT_EQ(outcome.result["peers"].size(), 32u);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), 32);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "over_cap"}}), 999 - 32);
+  EXPECT_EQ(CountPeerSeries(families), kSeriesPerPingedPeer * 32);
+  EXPECT_LT(CountSeries(families), 2000u);
+}
+
+TEST(NetFiguresTest, DownAndUnresolvedPeersAreShown) {
+  const nlohmann::json result = {
+      {"mode", "scheduled"},
+      {"peers",
+       {{{"peer", "db1:14159"}, {"up", true}, {"rtt_median_seconds", 150e-6}, {"clock_offset_seconds", 0.001}},
+        {{"peer", "db2:14159"}, {"up", false}, {"sent", 20}, {"lost", 20}},
+        {{"peer", "db3:14159"}, {"up", false}, {"sent", 20}, {"lost", 20}},
+        {{"peer", "gone:14159"}, {"up", false}, {"error", "cannot resolve gone"}}}}};
+  const auto figures = NetFigures(result);
+  ASSERT_FALSE(figures.empty());
+  EXPECT_EQ(figures[0].name, "peers_down");
+  EXPECT_EQ(figures[0].shown, "3 of 4 peers down");
+  EXPECT_EQ(figures[0].verdict, Verdict::kFail);
+  std::set<std::string> down;
+  for (const auto& figure : figures) {
+    if (figure.name != "peer_up") continue;
+    down.insert(figure.subject);
+    EXPECT_EQ(figure.verdict, Verdict::kFail);
+    EXPECT_EQ(figure.shown.find("unresolved") != std::string::npos, figure.subject == "gone:14159") << figure.shown;
+  }
+  EXPECT_EQ(down, (std::set<std::string>{"db2:14159", "db3:14159", "gone:14159"}));
+  EXPECT_TRUE(std::any_of(figures.begin(), figures.end(), [](const Figure& f) {
+    return f.name == "rtt_seconds" && f.subject == "db1:14159" && f.verdict == Verdict::kPass;
+  }));
+
+  nlohmann::json healthy = result;
+  healthy["peers"] = {result["peers"][0]};
+  const auto ok = NetFigures(healthy);
+  EXPECT_EQ(ok[0].shown, "0 of 1 peer down");
+  EXPECT_EQ(ok[0].verdict, Verdict::kPass);
 }
 
 TEST_F(NetProbeTest, BudgetSkipsThroughput) {

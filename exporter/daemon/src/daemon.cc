@@ -46,7 +46,17 @@ HttpResponse MethodNotAllowed(const char* allow) {
 std::unique_ptr<ServiceNotifier> MakeSystemdNotifier() { return std::make_unique<SystemdNotifier>(); }
 
 Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::path>& config_file) {
-  return config_file ? probes::LoadConfigFile(*config_file) : Result<config::Config>(probes::DefaultConfig());
+  auto loaded = config_file ? probes::LoadConfigFile(*config_file) : Result<config::Config>(probes::DefaultConfig());
+  if (!loaded) return loaded;
+  // [full_runs]' options go through each probe's own parser here, so that a
+  // bad option is fatal at start (and refused by a reload), not at its slot.
+  const config::FullRunsConfig& calendar = loaded->full_runs;
+  if (calendar.enabled || !calendar.probes.empty()) {
+    if (auto body = CalendarRunBody(calendar); !body) {
+      return Result<config::Config>::Error("bad_config", loaded->source + ": " + body.error());
+    }
+  }
+  return loaded;
 }
 
 Daemon::Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
@@ -57,6 +67,7 @@ Daemon::~Daemon() {
   // The server calls into the scheduler and probes: stop it first. Then the
   // run manager, which cancels an active full run and resumes the scheduler.
   server_.reset();
+  calendar_.reset();
   run_manager_.reset();
 }
 
@@ -162,6 +173,10 @@ void Daemon::StartRuns(std::optional<std::string> token) {
   for (const auto& probe : probes_) full_run_probes.push_back(probe.get());
   run_manager_ =
       std::make_unique<RunManager>(std::move(full_run_probes), clock_, std::move(hooks), std::move(run_options));
+  calendar_ = std::make_unique<FullRunCalendar>(
+      clock_, [this](const nlohmann::json& body) { return run_manager_->Submit(body, "calendar"); },
+      options_.host_identity);
+  calendar_->Apply(*config_);
   run_api_ = std::make_unique<RunApi>(*run_manager_);
   run_api_->SetToken(std::move(token));
   spdlog::info("run API {}", run_api_->enabled() ? "enabled" : "disabled (api.token_file is not set)");
@@ -170,7 +185,8 @@ void Daemon::StartRuns(std::optional<std::string> token) {
 std::map<std::string, HttpHandler> Daemon::Routes() {
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       registry_, std::make_shared<ProcessCollector>(options_.roots),
-      std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15)), run_manager_->Metrics()};
+      std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15)), run_manager_->Metrics(),
+      calendar_->Metrics()};
   if (options_.web_security) collectables.push_back(options_.web_security);  // auth failures, web config reloads
   std::map<std::string, HttpHandler> routes;
   routes[options_.telemetry_path] = MetricsHandler(std::move(collectables));
@@ -214,6 +230,8 @@ int Daemon::Run() {
 }
 
 void Daemon::Heartbeat() {
+  // The scheduler calls this at least every second, also while paused.
+  calendar_->Tick();
   if (!watchdog_period_) return;
   const auto now = std::chrono::steady_clock::now();
   if (now - last_watchdog_ < *watchdog_period_ / 3) return;
@@ -243,6 +261,7 @@ Result<void> Daemon::Reload() {
     config_ = next;
   }
   scheduler_->ApplyConfig(next);
+  calendar_->Apply(*next);  // re-plans the next full run
   // e.g. the responder's ports or secret
   for (const auto& probe : probes_) probe->StartServices(next->Section(probe->Name()));
   run_api_->SetToken(std::move(token).value());
@@ -270,7 +289,7 @@ HttpResponse Daemon::HandleLanding(const HttpRequest& request) const {
   HttpResponse response;
   response.content_type = "text/html; charset=utf-8";
   response.body = RenderLandingPage(scheduler_->Snapshot(), options_.telemetry_path, source, clock_.UnixSeconds(),
-                                    run_manager_->Recent(5));
+                                    run_manager_->Recent(5), calendar_->NextUnixSeconds());
   return response;
 }
 

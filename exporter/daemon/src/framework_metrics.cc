@@ -7,6 +7,17 @@ namespace {
 
 prometheus::Labels ProbeLabel(std::string_view probe) { return {{"probe", std::string(probe)}}; }
 
+prometheus::Labels ReasonLabels(std::string_view probe, std::string_view reason) {
+  return {{"probe", std::string(probe)}, {"reason", std::string(reason)}};
+}
+
+// Scheduler: a run past its timeout; Probe::Run: an exception at the probe
+// boundary.
+constexpr std::string_view kFailureReasons[] = {"timeout", "internal_error"};
+// Scheduler: paused or cancelled for a full run; Probe::Run: a run already in
+// progress; impact gate: the CPU budget spent, or the host under pressure.
+constexpr std::string_view kSkipReasons[] = {"full_run_active", "busy", "budget_exhausted", "host_busy"};
+
 }  // namespace
 
 FrameworkMetrics::FrameworkMetrics(prometheus::Registry& registry)
@@ -51,6 +62,13 @@ void FrameworkMetrics::Declare(std::string_view probe, std::chrono::nanoseconds 
   last_success_.Add(labels);
   runs_.Add(labels);
   interval_.Add(labels).Set(std::chrono::duration<double>(interval).count());
+  // Add() keeps an existing series' count: declaring again at a reload is harmless.
+  for (const std::string_view reason : kFailureReasons) failures_.Add(ReasonLabels(probe, reason));
+  for (const std::string_view reason : kSkipReasons) skipped_.Add(ReasonLabels(probe, reason));
+  if (const probes::ProbeModule* module = probes::FindProbe(probe)) {
+    for (const std::string_view reason : module->failure_reasons) failures_.Add(ReasonLabels(probe, reason));
+    for (const std::string_view reason : module->skip_reasons) skipped_.Add(ReasonLabels(probe, reason));
+  }
 }
 
 void FrameworkMetrics::RecordRun(std::string_view probe, const probes::ProbeOutcome& outcome,
@@ -64,13 +82,15 @@ void FrameworkMetrics::RecordRun(std::string_view probe, const probes::ProbeOutc
   if (ok) {
     last_success_.Add(labels).Set(finished_unix_seconds);
   } else {
-    failures_.Add({{"probe", std::string(probe)}, {"reason", outcome.reason.empty() ? "unknown" : outcome.reason}})
-        .Increment();
+    failures_.Add(ReasonLabels(probe, outcome.reason.empty() ? "unknown" : outcome.reason)).Increment();
   }
 }
 
 void FrameworkMetrics::RecordSkip(std::string_view probe, std::string_view reason) {
-  skipped_.Add({{"probe", std::string(probe)}, {"reason", std::string(reason)}}).Increment();
+  skipped_.Add(ReasonLabels(probe, reason)).Increment();
 }
+
+std::span<const std::string_view> FrameworkMetrics::FrameworkFailureReasons() { return kFailureReasons; }
+std::span<const std::string_view> FrameworkMetrics::FrameworkSkipReasons() { return kSkipReasons; }
 
 }  // namespace hostperf::exporter

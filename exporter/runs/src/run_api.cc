@@ -34,7 +34,7 @@ HttpResponse MethodNotAllowed(const char* allow) {
 json Summary(const json& run) {
   json summary = json::object();
   for (const char* key : {"id", "state", "reason", "probes", "created_unix_seconds", "started_unix_seconds",
-                          "finished_unix_seconds", "progress"}) {
+                          "finished_unix_seconds", "progress", "trigger"}) {
     if (run.contains(key)) summary[key] = run[key];
   }
   summary["href"] = std::string(kRunsPath) + "/" + run.value("id", "");

@@ -299,13 +299,13 @@ void RunManager::FinishLocked(json& run, std::string_view state, std::string rea
   cv_.notify_all();
 }
 
-RunManager::Submission RunManager::Submit(const json& body) {
-  Submission submission = SubmitAndSnapshot(body);
+RunManager::Submission RunManager::Submit(const json& body, std::string_view trigger) {
+  Submission submission = SubmitAndSnapshot(body, trigger);
   Flush();
   return submission;
 }
 
-RunManager::Submission RunManager::SubmitAndSnapshot(const json& body) {
+RunManager::Submission RunManager::SubmitAndSnapshot(const json& body, std::string_view trigger) {
   Submission submission;
   auto request = ParseFullRunRequest(body);
   if (!request) {
@@ -343,11 +343,13 @@ RunManager::Submission RunManager::SubmitAndSnapshot(const json& body) {
               {"progress", {{"probes_done", 0}, {"probes_total", request->probes.size()}}},
               {"results", json::object()},
               {"outcomes", json::object()}};
+  if (!trigger.empty()) run["trigger"] = trigger;
   runs_.push_back(std::move(run));
   active_ = submission.id;
   active_options_ = std::move(request->parsed);
   cancel_.store(false);
-  spdlog::info("full run {} queued: {}", submission.id, json(request->probes).dump());
+  spdlog::info("full run {} queued{}: {}", submission.id, trigger.empty() ? "" : " by the " + std::string(trigger),
+               json(request->probes).dump());
   TrimLocked();
   PersistLocked();
   cv_.notify_all();

@@ -74,6 +74,8 @@ const ProbeModule kModule = {
                 "                      low-load throttling (-q: only the four figures;\n"
                 "                      --json: the result as JSON, as the run API returns it)\n",
                 &Command},
+    // Scheduled runs; timeout and internal_error are the framework's.
+    .failure_reasons = {"checksum_mismatch"},
 };
 
 }  // namespace hostperf::probes::cpu

@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "hostperf/config/units.h"
@@ -49,6 +52,8 @@ struct Plan {
   bool crc = true;
   bool preserve_files = false;
   bool verbose = false;  // --debug
+  // The configuration generation the run started under (see Publish).
+  std::uint64_t generation = 0;
   Clock::duration duration{0};
   Clock::duration log_interval{0};
 };
@@ -245,23 +250,86 @@ class DiskProbe final : public Probe {
         seeks_(prometheus::BuildGauge()
                    .Name("hostperf_disk_seeks_per_second")
                    .Help("Non-contiguous block reads per second of the last SkipRead test.")
-                   .Register(registry_)) {}
+                   .Register(registry_)),
+        directory_info_(prometheus::BuildGauge()
+                            .Name("hostperf_disk_directory_info")
+                            .Help("Always 1 for each configured directory; role labels its kind of storage.")
+                            .Register(registry_)) {}
 
   std::string_view Name() const override { return "disk"; }
 
   void StartServices(const config::ProbeConfig& section) override {
-    // Each configured directory's verify error counter is exposed at 0 from
-    // start-up (and every reload), before any run: increase() then alerts on
-    // a bad block in the very first run (a series first scraped at 1 has no
-    // increase).
-    if (!section.schedule.enabled) return;
-    const auto& disk = dynamic_cast<const DiskProbeConfig&>(*section.settings);
-    for (const auto& path : ConfiguredDirectories(disk)) verify_errors_.Add({{"directory", path}});
+    std::map<std::string, std::string> roles;  // directory -> role; none while disabled
+    if (section.schedule.enabled) {
+      const auto& disk = dynamic_cast<const DiskProbeConfig&>(*section.settings);
+      for (const auto& path : ConfiguredDirectories(disk)) roles.emplace(path, RoleOf(disk, path));
+    }
+    std::lock_guard lock(series_mu_);
+    ++generation_;
+    // A directory no longer configured loses every series (full-run-only
+    // directories too): a removed volume must not leave stale series behind
+    // for alerts and dashboards. No reference to a metric outlives series_mu_,
+    // so Family::Remove is safe here.
+    for (auto it = published_.begin(); it != published_.end();) {
+      if (roles.contains(*it)) {
+        ++it;
+      } else {
+        RemoveSeries(*it);
+        it = published_.erase(it);
+      }
+    }
+    for (const auto& [path, role] : roles_) {
+      if (const auto next = roles.find(path); next == roles.end() || next->second != role) {
+        RemoveMetric(directory_info_, {{"directory", path}, {"role", role}});
+      }
+    }
+    roles_ = std::move(roles);
+    for (const auto& [path, role] : roles_) {
+      directory_info_.Add({{"directory", path}, {"role", role}}).Set(1);
+      // The verify error counter is exposed at 0 from start-up (and every
+      // reload), before any run: increase() then alerts on a bad block in the
+      // very first run (a series first scraped at 1 has no increase).
+      verify_errors_.Add({{"directory", path}});
+      published_.insert(path);
+    }
   }
 
  private:
   // Under the state directory unless the config names directories.
   std::string DefaultDirectory() const { return (state_directory_ / "disk").string(); }
+  std::string RoleOf(const DiskProbeConfig& config, const std::string& path) const {
+    if (const auto it = config.directory_roles.find(path); it != config.directory_roles.end()) return it->second;
+    return std::string(config.directories.empty() ? kStateRole : kDataRole);
+  }
+
+  template <typename T>
+  static void RemoveMetric(prometheus::Family<T>& family, const prometheus::Labels& labels) {
+    if (!family.Has(labels)) return;
+    if constexpr (std::is_same_v<T, prometheus::Histogram>) {
+      family.Remove(&family.Add(labels, LatencyBuckets()));
+    } else {
+      family.Remove(&family.Add(labels));
+    }
+  }
+
+  // Every series of one directory. Under series_mu_.
+  void RemoveSeries(const std::string& path) {
+    const prometheus::Labels dir_label = {{"directory", path}};
+    for (std::size_t op = 0; op < kOpCount; ++op) {
+      auto labels = dir_label;
+      labels["op"] = std::string(OpName(static_cast<DiskOp>(op)));
+      RemoveMetric(latency_, labels);
+    }
+    for (const DiskTest test : kAllTests) {
+      auto labels = dir_label;
+      labels["test"] = std::string(TestName(test));
+      RemoveMetric(throughput_, labels);
+    }
+    RemoveMetric(read_bytes_, dir_label);
+    RemoveMetric(written_bytes_, dir_label);
+    RemoveMetric(verify_errors_, dir_label);
+    RemoveMetric(seeks_, dir_label);
+  }
   std::vector<std::string> ConfiguredDirectories(const DiskProbeConfig& config) const {
     return config.directories.empty() ? std::vector<std::string>{DefaultDirectory()} : config.directories;
   }
@@ -292,6 +360,8 @@ class DiskProbe final : public Probe {
     plan.reserve = config.reserve;
     plan.duration = options.duration;
     plan.log_interval = options.log_interval;
+    std::lock_guard lock(series_mu_);
+    plan.generation = generation_;
     return plan;
   }
 
@@ -498,7 +568,7 @@ class DiskProbe final : public Probe {
       json summary = sampler.Summary();
       tests.push_back(summary);
       verify_errors += counters.verify_errors.load();
-      Publish(dir_label, test, summary, latencies, counters);
+      Publish(plan, dir_label, test, summary, latencies, counters);
       if (!io.ok() || ctx.ShouldStop()) break;
     }
     dir_json["tests"] = std::move(tests);
@@ -514,8 +584,14 @@ class DiskProbe final : public Probe {
     return {};
   }
 
-  void Publish(const prometheus::Labels& dir_label, DiskTest test, const json& summary, const OpLatencies& latencies,
-               const TestCounters& counters) {
+  void Publish(const Plan& plan, const prometheus::Labels& dir_label, DiskTest test, const json& summary,
+               const OpLatencies& latencies, const TestCounters& counters) {
+    const std::string& path = dir_label.at("directory");
+    std::lock_guard lock(series_mu_);
+    // A reload during the run removed this directory: its figures are
+    // dropped rather than bring its series back.
+    if (plan.generation != generation_ && !roles_.contains(path)) return;
+    published_.insert(path);
     for (std::size_t op = 0; op < kOpCount; ++op) {
       if (latencies[op].Total() == 0) continue;
       auto labels = dir_label;
@@ -541,6 +617,13 @@ class DiskProbe final : public Probe {
   prometheus::Family<prometheus::Counter>& verify_errors_;
   prometheus::Family<prometheus::Gauge>& throughput_;
   prometheus::Family<prometheus::Gauge>& seeks_;
+  prometheus::Family<prometheus::Gauge>& directory_info_;
+  // Guards the per-directory series against a reload removing them while a
+  // run publishes (references from Family::Add are used only under it).
+  mutable std::mutex series_mu_;
+  std::uint64_t generation_ = 0;              // StartServices calls so far
+  std::map<std::string, std::string> roles_;  // configured directory -> role
+  std::set<std::string> published_;           // directories that have series
 };
 
 }  // namespace

@@ -17,6 +17,16 @@ using namespace std::chrono_literals;
 
 void DeclareKeys(config::Schema& schema, DiskProbeConfig& disk) {
   schema.StringList("directories", &disk.directories);
+  // toml++ reads a table's keys in order, and "directories" sorts before
+  // "directory_roles": the directories are known when the roles are checked.
+  schema.NameTable(
+      "directory_roles", &disk.directory_roles, kMaxRoleLength, R"({ "/data" = "data" })",
+      [&disk](const std::string& directory) -> std::string {
+        if (std::find(disk.directories.begin(), disk.directories.end(), directory) != disk.directories.end()) {
+          return "";
+        }
+        return "\"" + directory + "\" is not in probes.disk.directories";
+      });
   schema.Size("bytes_per_run", &disk.bytes_per_run);
   schema.Uint("threads", &disk.threads, 1, 1024);
   schema.Uint("files_per_thread", &disk.files_per_thread, 1, 64);
@@ -100,6 +110,9 @@ const ProbeModule kModule = {
                 "                      vioperf: Write, ReWrite, Read and SkipRead per directory,\n"
                 "                      CRC32C-verified (hostperf io --help for the options)\n",
                 &Command},
+    .failure_reasons = {"no_space", "io_error", "permission_denied", "direct_io_unsupported", "bad_directory",
+                        "verify_error", "bad_options", "out_of_memory"},
+    .skip_reasons = {"no_space", "budget_exhausted"},
 };
 
 }  // namespace hostperf::probes::disk

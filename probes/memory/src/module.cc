@@ -60,6 +60,7 @@ const ProbeModule kModule = {
                 "                      STREAM: copy, scale, add and triad bandwidth, one thread\n"
                 "                      per physical core (hostperf memory --help)\n",
                 &Command},
+    .failure_reasons = {"validation_failed", "out_of_memory", "thread_start_failed", "invalid_options"},
 };
 
 }  // namespace hostperf::probes::memory

@@ -22,6 +22,8 @@ void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   schema.String("secret_file", &net.secret_file);
   schema.StringList("peers", &net.peers);
   schema.String("peers_file", &net.peers_file);
+  schema.String("self", &net.self);
+  schema.Uint("observers", &net.observers, 1, 1000);
   schema.Uint("max_peers_per_cycle", &net.max_peers_per_cycle, 1, 10000);
   schema.Uint("packets_per_cycle", &net.packets_per_cycle, 1, 100000);
   schema.Duration("packet_interval", &net.packet_interval, config::kPositive);
@@ -108,12 +110,31 @@ Figure TcpThroughput(std::string subject, double mb_per_second, double capped_mb
 
 std::vector<Figure> NetFigures(const json& result) {
   std::vector<Figure> out;
-  // Scheduled: one entry per peer and one throughput burst.
-  for (const json& peer : ArrayField(result, "peers")) {
-    if (!peer.is_object() || !peer.contains("up") || peer["up"] != true) continue;
+  // Scheduled: one entry per peer and one throughput burst. Down and
+  // unresolved peers are shown as such, after a count of them, rather than
+  // left out (3 of 4 peers down must not read as one healthy peer).
+  const auto& peers = ArrayField(result, "peers");
+  std::vector<Figure> down;
+  std::size_t total = 0;
+  for (const json& peer : peers) {
+    if (!peer.is_object() || !peer.contains("up") || !peer["up"].is_boolean()) continue;
+    ++total;
     const std::string name = TextField(peer, "peer");
+    if (peer["up"] != true) {
+      const std::string error = TextField(peer, "error");
+      down.push_back({"peer_up", name, "peer", 0, error.empty() ? "down (no reply)" : "unresolved: " + error,
+                      "pass: answers pings", Verdict::kFail});
+      continue;
+    }
     if (const auto rtt = NumberField(peer, "rtt_median_seconds")) out.push_back(Rtt(name, *rtt));
     if (const auto offset = NumberField(peer, "clock_offset_seconds")) out.push_back(ClockOffset(name, *offset));
+  }
+  if (total > 0) {
+    const std::string shown =
+        std::to_string(down.size()) + " of " + std::to_string(total) + (total == 1 ? " peer down" : " peers down");
+    out.insert(out.begin(), Figure{"peers_down", "", "peers", static_cast<double>(down.size()), shown,
+                                   "pass: none down", down.empty() ? Verdict::kPass : Verdict::kFail});
+    out.insert(out.begin() + 1, down.begin(), down.end());
   }
   if (const auto it = result.find("throughput"); it != result.end() && TextField(*it, "test") == "tcp-throughput") {
     if (const auto rate = NumberField(*it, "mb_per_second_received")) {
@@ -150,6 +171,8 @@ const ProbeModule kModule = {
                 "                      vnetperf: latency, clock skew, TCP/UDP throughput and\n"
                 "                      connection limit against peers (hostperf net --help)\n",
                 &Command},
+    .failure_reasons = {"no_secret", "responder_down", "all_peers_down"},
+    .skip_reasons = {"no_peers"},
 };
 
 }  // namespace hostperf::probes::net

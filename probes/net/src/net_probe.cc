@@ -1,5 +1,8 @@
 #include "hostperf/probes/net/net_probe.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -81,6 +84,30 @@ std::string SelfName(const NetProbeConfig& config, std::uint16_t port) {
   return std::string(host) + ":" + std::to_string(config.ports.empty() ? port : config.ports.front());
 }
 
+// This host's interface addresses, as SocketAddress::Host() writes them.
+std::vector<std::string> InterfaceAddresses() {
+  std::vector<std::string> addresses;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return addresses;
+  for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (ifa->ifa_addr->sa_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr)->sin_addr, text, sizeof(text));
+    } else if (ifa->ifa_addr->sa_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr)->sin6_addr, text, sizeof(text));
+    } else {
+      continue;
+    }
+    addresses.emplace_back(text);
+  }
+  ::freeifaddrs(list);
+  return addresses;
+}
+
+// Reasons of hostperf_net_throughput_skipped_total (all exposed from start-up).
+constexpr const char* kSkipReasons[] = {"busy", "budget", "no_peer", "error"};
+
 // A peer after name resolution (re-done every run).
 struct ResolvedPeer {
   PeerSpec spec;
@@ -158,10 +185,26 @@ struct ResponderSettings {
   bool operator==(const ResponderSettings&) const = default;
 };
 
+// The observed set and what it was computed from: recomputed only when one
+// of the inputs changes (the hashing is O(N k log N) for N members).
+struct Assignment {
+  std::vector<PeerSpec> members;
+  std::string configured_self;
+  std::uint32_t k = 0;
+  std::vector<std::uint16_t> ports;
+  std::string bind_address;
+
+  std::string self;  // the member that is this host, or hostname:port outside the list
+  bool self_is_member = false;
+  std::vector<PeerSpec> observed;  // highest score first
+};
+
 class NetProbe final : public Probe, private ResponderObserver {
  public:
-  explicit NetProbe(const ProbeDeps& deps)
-      : own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
+  NetProbe(const ProbeDeps& deps, NetProbeSeams seams)
+      : local_addresses_(seams.local_addresses ? std::move(seams.local_addresses) : InterfaceAddresses),
+        clock_(seams.clock != nullptr ? seams.clock : &real_clock_),
+        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
         registry_(deps.registry ? *deps.registry : *own_registry_),
         rtt_(Family(prometheus::BuildHistogram(), "hostperf_net_rtt_seconds",
                     "UDP ping-pong round-trip time to a peer (responder time removed).", registry_)),
@@ -193,6 +236,13 @@ class NetProbe final : public Probe, private ResponderObserver {
                                    registry_)),
         peers_(Family(prometheus::BuildGauge(), "hostperf_net_peers",
                       "Peers known (configured and from the peers file) and probed in the last run.", registry_)),
+        last_probe_(Family(prometheus::BuildGauge(), "hostperf_net_peer_last_probe_timestamp_seconds",
+                           "Unix time of the last scheduled ping run that included the peer.", registry_)),
+        peers_file_errors_(Family(prometheus::BuildCounter(), "hostperf_net_peers_file_errors_total",
+                                  "Versions of probes.net.peers_file that could not be read or parsed (the last good "
+                                  "list stays in use).",
+                                  registry_)
+                               .Add({})),
         requests_(Family(prometheus::BuildCounter(), "hostperf_net_responder_requests_total",
                          "Authenticated requests the peer responder answered, by message type.", registry_)),
         dropped_(Family(prometheus::BuildCounter(), "hostperf_net_responder_dropped_total",
@@ -203,6 +253,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     for (const char* reason : {"bad_hmac", "malformed", "rate_limited", "busy", "connection_limit"}) {
       dropped_.Add({{"reason", reason}});
     }
+    // At 0 from start-up, so that increase() sees the first skip of each reason.
+    for (const char* reason : kSkipReasons) throughput_skipped_.Add({{"reason", reason}});
   }
 
   std::string_view Name() const override { return "net"; }
@@ -318,7 +370,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   // Configured peers plus the peers file; with neither, this host's own responder.
-  std::vector<PeerSpec> ConfiguredPeers(const NetProbeConfig& net, std::vector<std::string>* errors) {
+  std::vector<PeerSpec> ConfiguredPeers(const NetProbeConfig& net, std::vector<std::string>* errors,
+                                        bool* own_responder = nullptr) {
     const std::uint16_t port = DefaultPort(net);
     std::vector<std::string> entries = net.peers;
     if (!net.peers_file.empty()) {
@@ -327,6 +380,7 @@ class NetProbe final : public Probe, private ResponderObserver {
       entries.insert(entries.end(), targets.begin(), targets.end());
     }
     if (entries.empty() && net.peers_file.empty()) {
+      if (own_responder != nullptr) *own_responder = true;
       return {PeerSpec{"localhost", "localhost", port}};
     }
     std::vector<PeerSpec> specs;
@@ -358,19 +412,32 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
 
     std::vector<std::string> errors;
-    const auto all = ConfiguredPeers(net, &errors);
-    for (const auto& e : errors) spdlog::warn("net: {}", e);
-    // A new epoch every interval: over time every pair gets probed.
-    const auto interval_s =
-        std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(ctx.schedule.interval).count());
-    const auto epoch =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() /
-        interval_s;
-    const std::string self = SelfName(net, DefaultPort(net));
-    const auto chosen = SelectPeers(self + "/" + std::to_string(epoch), all, net.max_peers_per_cycle);
+    bool own_responder = false;
+    const auto all = ConfiguredPeers(net, &errors, &own_responder);
+    if (errors != last_errors_) {  // logged when they change, not every run
+      for (const auto& e : errors) spdlog::warn("net: {}", e);
+      last_errors_ = errors;
+    }
+    peers_file_errors_.Increment(static_cast<double>(peers_file_.failures() - peers_file_failures_seen_));
+    peers_file_failures_seen_ = peers_file_.failures();
+
+    std::vector<PeerSpec> chosen = all;  // the own responder, when nothing is configured
+    std::size_t observers = 0;
+    std::size_t over_cap = 0;
+    if (!own_responder) {
+      chosen = Assign(net, all).observed;
+      if (chosen.size() > net.max_peers_per_cycle) {
+        over_cap = chosen.size() - net.max_peers_per_cycle;
+        chosen.resize(net.max_peers_per_cycle);  // the highest-scoring ones: stable under the cap too
+      }
+      observers = std::min<std::size_t>(net.observers, all.empty() ? 0 : all.size() - 1);
+    }
     peers_.Add({{"set", "known"}}).Set(static_cast<double>(all.size()));
     peers_.Add({{"set", "probed"}}).Set(static_cast<double>(chosen.size()));
-    if (chosen.empty()) return ProbeOutcome::Skipped("no_peers", "no usable peers configured");
+    peers_.Add({{"set", "observers"}}).Set(static_cast<double>(observers));
+    peers_.Add({{"set", "over_cap"}}).Set(static_cast<double>(over_cap));
+    ExpireSeries(chosen);
+    if (chosen.empty()) return ProbeOutcome::Skipped("no_peers", "no peers to probe (no usable peers configured)");
 
     const auto resolved = Resolve(chosen);
     std::vector<PeerTarget> targets;
@@ -382,6 +449,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     latency.interval = net.packet_interval;
     latency.reply_timeout = net.reply_timeout;
     const auto measured = MeasureLatency(targets, latency, *secret, [&] { return ctx.ShouldStop(); });
+    const double probed_at = clock_->UnixSeconds();
 
     json result = {{"mode", "scheduled"}, {"peers", json::array()}, {"errors", errors}};
     Hosts up;
@@ -389,6 +457,11 @@ class NetProbe final : public Probe, private ResponderObserver {
     for (const auto& peer : resolved) {
       const prometheus::Labels labels = {{"peer", peer.spec.name}};
       json entry = {{"peer", peer.spec.name}};
+      last_probe_.Add(labels).Set(probed_at);
+      // Every peer in the set has the same series (an unresolved one: nothing sent).
+      sent_.Add(labels);
+      lost_.Add(labels);
+      auto& histogram = rtt_.Add(labels, RttBuckets());
       if (!peer.address) {
         up_.Add(labels).Set(0);
         entry["up"] = false;
@@ -401,7 +474,6 @@ class NetProbe final : public Probe, private ResponderObserver {
       up_.Add(labels).Set(peer_up ? 1 : 0);
       sent_.Add(labels).Increment(r.sent);
       lost_.Add(labels).Increment(r.lost());
-      auto& histogram = rtt_.Add(labels, RttBuckets());
       for (const double rtt : r.rtt_seconds) histogram.Observe(rtt);
       if (r.clock_offset_seconds) offset_.Add(labels).Set(*r.clock_offset_seconds);
       entry["up"] = peer_up;
@@ -424,6 +496,63 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
     result["throughput"] = ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)));
     return ProbeOutcome::Success(result);
+  }
+
+  // The observed set for this membership, recomputed only when the
+  // membership, self, k or this responder's address or ports changed.
+  const Assignment& Assign(const NetProbeConfig& net, const std::vector<PeerSpec>& members) {
+    std::vector<std::uint16_t> ports;
+    {
+      std::lock_guard lock(state_mutex_);
+      ports = responder_ports_;
+    }
+    if (ports.empty()) ports = net.ports;
+    if (assignment_ && assignment_->members == members && assignment_->configured_self == net.self &&
+        assignment_->k == net.observers && assignment_->ports == ports &&
+        assignment_->bind_address == net.bind_address) {
+      return *assignment_;
+    }
+    Assignment a{members, net.self, net.observers, ports, net.bind_address, {}, false, {}};
+    if (!net.self.empty()) {
+      a.self = net.self;
+    } else {
+      std::vector<std::string> local = local_addresses_();
+      // A responder bound to one address (127.0.0.2, a service address) is
+      // this host at that address too, although no interface lists it.
+      if (auto bound = ParseNumericAddress(net.bind_address, 0)) local.push_back(bound->Host());
+      const auto resolve = [](const PeerSpec& spec) -> std::optional<std::string> {
+        auto address = ResolveHost(spec.host, spec.port);
+        return address ? std::optional<std::string>(address->Host()) : std::nullopt;
+      };
+      a.self = FindSelf(members, ports, local, resolve).value_or(SelfName(net, DefaultPort(net)));
+    }
+    a.self_is_member = std::any_of(members.begin(), members.end(), [&](const PeerSpec& m) { return m.name == a.self; });
+    a.observed = ObservedTargets(a.self, members, net.observers);
+    spdlog::info("net: this host is {} ({}); it observes {} of {} peers ({} observers each)", a.self,
+                 a.self_is_member ? "in the peer list" : "not in the peer list: an outside observer", a.observed.size(),
+                 members.size(), net.observers);
+    assignment_ = std::move(a);
+    return *assignment_;
+  }
+
+  // Removes every series of the peers that left the probed set. References
+  // to per-peer series are only held within a run (runs never overlap), so
+  // removing them here leaves nothing dangling.
+  void ExpireSeries(const std::vector<PeerSpec>& probed) {
+    std::set<std::string> now;
+    for (const PeerSpec& peer : probed) now.insert(peer.name);
+    for (const std::string& name : series_peers_) {
+      if (now.contains(name)) continue;
+      const prometheus::Labels labels = {{"peer", name}};
+      if (rtt_.Has(labels)) rtt_.Remove(&rtt_.Add(labels, RttBuckets()));
+      for (auto* family : {&sent_, &lost_, &throughput_bytes_}) {
+        if (family->Has(labels)) family->Remove(&family->Add(labels));
+      }
+      for (auto* family : {&offset_, &up_, &tcp_, &udp_, &udp_loss_, &udp_jitter_, &last_probe_}) {
+        if (family->Has(labels)) family->Remove(&family->Add(labels));
+      }
+    }
+    series_peers_ = std::move(now);
   }
 
   // A stable order, so that the throughput round robin reaches every peer
@@ -618,6 +747,9 @@ class NetProbe final : public Probe, private ResponderObserver {
     return rows;
   }
 
+  std::function<std::vector<std::string>()> local_addresses_;
+  hostperf::RealClock real_clock_;
+  const hostperf::Clock* clock_;
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
   prometheus::Family<prometheus::Histogram>& rtt_;
@@ -633,6 +765,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   prometheus::Family<prometheus::Counter>& throughput_bytes_;
   prometheus::Family<prometheus::Counter>& throughput_skipped_;
   prometheus::Family<prometheus::Gauge>& peers_;
+  prometheus::Family<prometheus::Gauge>& last_probe_;
+  prometheus::Counter& peers_file_errors_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& dropped_;
   prometheus::Gauge& responder_up_;
@@ -645,6 +779,10 @@ class NetProbe final : public Probe, private ResponderObserver {
   Secret responder_secret_;
   std::vector<std::uint16_t> responder_ports_;
   PeersFile peers_file_;
+  std::uint64_t peers_file_failures_seen_ = 0;
+  std::vector<std::string> last_errors_;
+  std::optional<Assignment> assignment_;
+  std::set<std::string> series_peers_;  // peers that may have series
   std::size_t next_throughput_peer_ = 0;
   bool next_is_udp_ = false;
 };
@@ -719,6 +857,12 @@ Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const json& op
   return ShareOptions(ParseNetOptions(options, duration));
 }
 
-std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) { return std::make_unique<NetProbe>(deps); }
+std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) {
+  return std::make_unique<NetProbe>(deps, NetProbeSeams{});
+}
+
+std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps, NetProbeSeams seams) {
+  return std::make_unique<NetProbe>(deps, std::move(seams));
+}
 
 }  // namespace hostperf::probes::net

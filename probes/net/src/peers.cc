@@ -1,9 +1,12 @@
 #include "hostperf/probes/net/peers.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iterator>
@@ -122,27 +125,40 @@ Result<std::vector<std::string>> ParseFileSd(std::string_view content, const std
 Result<void> PeersFile::Refresh(const std::filesystem::path& path) {
   if (path != path_) {
     path_ = path;
-    mtime_.reset();
+    good_.reset();
+    bad_.reset();
     targets_.clear();
   }
-  std::error_code ec;
-  const auto mtime = std::filesystem::last_write_time(path, ec);
-  const auto size = ec ? 0 : std::filesystem::file_size(path, ec);
-  if (ec) return Failure{kInvalidReason, "cannot read peers file " + path.string() + ": " + ec.message()};
-  if (mtime_ && *mtime_ == mtime && size_ == size) return {};
-  std::ifstream in(path);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto targets = ParseFileSd(content, path.string());
-  const bool read_failed = !in.good() && !in.eof();
-  if (!targets) {
+  FileVersion version;  // all zero: the file is absent or cannot be stat'ed
+  std::string error;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    error = "cannot read peers file " + path.string() + ": " + std::strerror(errno);
+  } else {
+    const auto ns = [](const timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+    version = {ns(st.st_mtim), ns(st.st_ctim), static_cast<std::uint64_t>(st.st_size),
+               static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_dev)};
+    if (good_ && *good_ == version) return {};
+    if (bad_ && *bad_ == version) return Failure{kInvalidReason, bad_error_};
+    std::ifstream in(path);
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const bool read_failed = !in || (!in.good() && !in.eof());
+    auto targets = ParseFileSd(content, path.string());
+    if (targets) {
+      good_ = version;
+      bad_.reset();
+      targets_ = std::move(targets).value();
+      return {};
+    }
     // A read error explains a parse failure better than the parser does.
-    return Failure{kInvalidReason,
-                   "peers file " + path.string() + ": " + (read_failed ? "read error" : targets.error())};
+    error = "peers file " + path.string() + ": " + (read_failed ? "read error" : targets.error());
   }
-  mtime_ = mtime;
-  size_ = size;
-  targets_ = std::move(targets).value();
-  return {};
+  if (!bad_ || *bad_ != version) {
+    ++failures_;
+    bad_ = version;
+    bad_error_ = error + " (keeping the last good list)";
+  }
+  return Failure{kInvalidReason, bad_error_};
 }
 
 std::uint64_t RendezvousScore(std::string_view self, std::string_view peer) {
@@ -150,22 +166,68 @@ std::uint64_t RendezvousScore(std::string_view self, std::string_view peer) {
 }
 
 namespace {
+
+// RendezvousScore with the first half computed once per target.
 std::uint64_t ScoreWithSeed(std::uint64_t seed, std::string_view peer) { return Mix(Fnv1a(peer, seed)); }
+
+// Ranks (score descending, name ascending) as ObserversOf orders.
+bool Before(std::uint64_t score_a, std::string_view a, std::uint64_t score_b, std::string_view b) {
+  return score_a > score_b || (score_a == score_b && a < b);
+}
+
 }  // namespace
 
-std::vector<PeerSpec> SelectPeers(std::string_view self, std::span<const PeerSpec> peers, std::size_t k) {
-  std::vector<std::pair<std::uint64_t, const PeerSpec*>> scored;
-  scored.reserve(peers.size());
-  const std::uint64_t seed = Mix(Fnv1a(self));  // RendezvousScore, with the self half computed once
-  for (const PeerSpec& peer : peers) scored.emplace_back(ScoreWithSeed(seed, peer.name), &peer);
+std::vector<std::string> ObserversOf(std::string_view target, std::span<const std::string> pool, std::size_t k) {
+  const std::uint64_t seed = Mix(Fnv1a(target));
+  std::vector<std::pair<std::uint64_t, const std::string*>> scored;
+  scored.reserve(pool.size());
+  for (const std::string& name : pool) {
+    if (name != target) scored.emplace_back(ScoreWithSeed(seed, name), &name);
+  }
   const std::size_t n = std::min(k, scored.size());
   std::partial_sort(scored.begin(), scored.begin() + static_cast<long>(n), scored.end(),
-                    [](const auto& a, const auto& b) {
-                      return a.first > b.first || (a.first == b.first && a.second->name < b.second->name);
-                    });
-  std::vector<PeerSpec> chosen;
-  for (std::size_t i = 0; i < n; ++i) chosen.push_back(*scored[i].second);
-  return chosen;
+                    [](const auto& a, const auto& b) { return Before(a.first, *a.second, b.first, *b.second); });
+  std::vector<std::string> observers;
+  for (std::size_t i = 0; i < n; ++i) observers.push_back(*scored[i].second);
+  return observers;
+}
+
+std::vector<PeerSpec> ObservedTargets(std::string_view self, std::span<const PeerSpec> members, std::size_t k) {
+  // Self observes t when fewer than k other candidates outrank it for t. The
+  // scan of a target stops at the k-th that does, so most targets (where self
+  // ranks low) cost far less than a full pass: about N * k * ln(N) hashes
+  // rather than N^2 for N members.
+  std::vector<std::pair<std::uint64_t, const PeerSpec*>> observed;
+  for (const PeerSpec& target : members) {
+    if (target.name == self) continue;
+    const std::uint64_t seed = Mix(Fnv1a(target.name));
+    const std::uint64_t own = ScoreWithSeed(seed, self);
+    std::size_t ahead = 0;
+    for (const PeerSpec& other : members) {
+      if (other.name == target.name || other.name == self) continue;
+      if (Before(ScoreWithSeed(seed, other.name), other.name, own, self) && ++ahead >= k) break;
+    }
+    if (ahead < k) observed.emplace_back(own, &target);
+  }
+  std::sort(observed.begin(), observed.end(),
+            [](const auto& a, const auto& b) { return Before(a.first, a.second->name, b.first, b.second->name); });
+  std::vector<PeerSpec> targets;
+  targets.reserve(observed.size());
+  for (const auto& [score, target] : observed) targets.push_back(*target);
+  return targets;
+}
+
+std::optional<std::string> FindSelf(std::span<const PeerSpec> members, std::span<const std::uint16_t> ports,
+                                    std::span<const std::string> local_addresses,
+                                    const std::function<std::optional<std::string>(const PeerSpec&)>& resolve) {
+  for (const PeerSpec& member : members) {
+    if (std::find(ports.begin(), ports.end(), member.port) == ports.end()) continue;
+    const auto address = resolve(member);
+    if (address && std::find(local_addresses.begin(), local_addresses.end(), *address) != local_addresses.end()) {
+      return member.name;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace hostperf::probes::net

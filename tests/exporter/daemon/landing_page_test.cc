@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/base/clock.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {
@@ -95,12 +96,12 @@ TEST(RenderLandingPageTest, ShowsEachKindOfStatus) {
   const std::string html = Render();
   EXPECT_THAT(html, HasSubstr("not yet"));                    // never run
   EXPECT_THAT(html, HasSubstr("<td class=ok>ok</td>"));       // succeeded
-  EXPECT_THAT(html, HasSubstr("42.000s ago"));                // when
+  EXPECT_THAT(html, HasSubstr("42 s ago"));                   // when
   EXPECT_THAT(html, HasSubstr("1.500s"));                     // how long
   EXPECT_THAT(html, HasSubstr("skipped: budget_exhausted"));  // skipped
   EXPECT_THAT(html, HasSubstr("disabled"));                   // disabled
   EXPECT_THAT(html, HasSubstr("<td>running</td>"));           // running
-  EXPECT_THAT(html, HasSubstr("in 90.000s"));                 // next run
+  EXPECT_THAT(html, HasSubstr("in 1 min 30 s"));              // next run
   EXPECT_THAT(html, HasSubstr("every 5min"));                 // schedule
 }
 
@@ -138,7 +139,73 @@ TEST(RenderLandingPageTest, ClockBehindTheLastRunShowsZeroAgo) {
   ProbeStatus status = Enabled("future");
   status.last_run_unix_seconds = kNow + 100;
   status.last_outcome = ProbeOutcome::Success({});
-  EXPECT_THAT(RenderLandingPage({status}, "/metrics", "x", kNow), HasSubstr("0.000s ago"));
+  EXPECT_THAT(RenderLandingPage({status}, "/metrics", "x", kNow), HasSubstr("0 s ago"));
+}
+
+TEST(HumaniseDurationTest, TwoUnitsAtMostRoundedDown) {
+  EXPECT_EQ(HumaniseDuration(0), "0 s");
+  EXPECT_EQ(HumaniseDuration(0.9), "0 s");
+  EXPECT_EQ(HumaniseDuration(59.99), "59 s");
+  EXPECT_EQ(HumaniseDuration(60), "1 min");
+  EXPECT_EQ(HumaniseDuration(94), "1 min 34 s");
+  EXPECT_EQ(HumaniseDuration(3599), "59 min 59 s");
+  EXPECT_EQ(HumaniseDuration(3600), "1 h");
+  EXPECT_EQ(HumaniseDuration(3 * 3600 + 12 * 60 + 59), "3 h 12 min");
+  EXPECT_EQ(HumaniseDuration(86400 + 7 * 3600), "1 day 7 h");
+  EXPECT_EQ(HumaniseDuration(2 * 86400 + 7 * 3600 + 59 * 60), "2 days 7 h");
+  EXPECT_EQ(HumaniseDuration(2 * 86400 + 1800), "2 days");
+  EXPECT_EQ(HumaniseDuration(12 * 86400 + 5 * 3600), "12 days");
+  EXPECT_EQ(HumaniseDuration(-5), "0 s");
+}
+
+TEST(HumaniseDurationTest, RelativeToNowBothWays) {
+  EXPECT_EQ(HumaniseRelative(kNow - 94, kNow), "1 min 34 s ago");
+  EXPECT_EQ(HumaniseRelative(kNow - 2 * 86400, kNow), "2 days ago");
+  EXPECT_EQ(HumaniseRelative(kNow + 3 * 3600 + 12 * 60, kNow), "in 3 h 12 min");
+  EXPECT_EQ(HumaniseRelative(kNow, kNow), "0 s ago");
+}
+
+TEST(RenderLandingPageTest, ShowsTheNextCalendarFullRunOrThatThereIsNone) {
+  // 2 days 7 h 10 min after "now" (2027-01-15 08:00 UTC).
+  const double now = 1'800'000'000.0;
+  const double next = now + 2 * 86400 + 7 * 3600 + 600;
+  const std::string scheduled = RenderLandingPage({}, "/metrics", "x", now, {}, next);
+  EXPECT_THAT(scheduled, HasSubstr("Next full run: Sun 2027-01-17 15:10 UTC, in 2 days 7 h"));
+  EXPECT_THAT(RenderLandingPage({}, "/metrics", "x", now), HasSubstr("No full runs scheduled"));
+}
+
+// A run that completed but whose figures fail the thresholds is not "ok".
+TEST(RenderLandingPageTest, SucceededRunWithAFailingFigureReadsDegraded) {
+  ProbeStatus failing = Enabled("cpu");
+  failing.last_run_unix_seconds = kNow - 5;
+  failing.last_outcome = ProbeOutcome::Success({{"low_load_median_seconds", 2e-3}});
+  const std::string html = RenderLandingPage({failing}, "/metrics", "x", kNow);
+  EXPECT_THAT(html, Not(HasSubstr("<td class=ok>ok</td>")));
+  EXPECT_THAT(html, HasSubstr("<td class=fail title="));
+  EXPECT_THAT(html, HasSubstr(">degraded: "));
+  EXPECT_THAT(html, HasSubstr("— fail</td>"));
+
+  ProbeStatus warning = failing;
+  warning.last_outcome = ProbeOutcome::Success({{"low_load_median_seconds", 450e-6}});
+  const std::string warn_html = RenderLandingPage({warning}, "/metrics", "x", kNow);
+  EXPECT_THAT(warn_html, HasSubstr("<td class=warn title="));
+  EXPECT_THAT(warn_html, HasSubstr("— warn</td>"));
+
+  ProbeStatus passing = failing;
+  passing.last_outcome = ProbeOutcome::Success({{"low_load_median_seconds", 150e-6}});
+  EXPECT_THAT(RenderLandingPage({passing}, "/metrics", "x", kNow), HasSubstr("<td class=ok>ok</td>"));
+}
+
+TEST(RenderLandingPageTest, FullRunRowShowsDegradedStateAgeAndTrigger) {
+  const nlohmann::json run = {{"id", "r-20270115-000000-1"},
+                              {"state", "succeeded"},
+                              {"trigger", "calendar"},
+                              {"probes", {"cpu"}},
+                              {"created_unix_seconds", kNow - 2 * 86400},
+                              {"results", {{"cpu", {{"low_load_median_seconds", 2e-3}}}}}};
+  const std::string html = RenderLandingPage({}, "/metrics", "x", kNow, {run});
+  EXPECT_THAT(html, HasSubstr("<td class=fail>succeeded, degraded</td>"));
+  EXPECT_THAT(html, HasSubstr("(2 days ago), by the calendar"));
 }
 
 }  // namespace

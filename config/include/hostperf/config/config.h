@@ -49,6 +49,26 @@ struct SchedulerConfig {
   double jitter = 0.1;
 };
 
+// [full_runs]: full-strength runs on a calendar (exporter/runs/calendar.h).
+// Maintenance windows start at window_anchor + k * every (k an integer, times
+// since the Unix epoch, UTC); each host runs at its own splay into the window.
+struct FullRunsConfig {
+  bool enabled = false;
+  Duration every = 7 * 24h;
+  // As written: "Sun 02:00" (a weekday, whole weeks) or "02:00" (daily).
+  std::string window_start = "Sun 02:00";
+  // window_start as a time since the epoch: the first window of the grid
+  // (Sun 02:00 -> 1970-01-04 02:00, the first Sunday).
+  Duration window_anchor = 3 * 24h + 2h;
+  Duration window = 4h;
+  std::vector<std::string> probes;  // registered probe names, run in this order
+  std::string duration;             // the run API's top-level "duration"; empty: none
+  // Probe -> [full_runs.options.<probe>] as JSON text, the run API's
+  // "options.<probe>" (parsed by the probe's module when the daemon loads it).
+  std::map<std::string, std::string> options_json;
+  std::string host;  // hashed into the per-host splay; empty: the hostname
+};
+
 // One [probes.<name>] section: the shared schedule keys and the owning
 // module's typed settings (never null in a loaded config).
 struct ProbeConfig {
@@ -61,6 +81,7 @@ struct Config {
   ApiConfig api;
   BudgetConfig budget;
   SchedulerConfig scheduler;
+  FullRunsConfig full_runs;
   // [probes.<name>], one per registered probe module.
   std::map<std::string, ProbeConfig, std::less<>> probes;
   // Where it came from: a path, or "<embedded defaults>".

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -54,6 +55,11 @@ class Schema {
   // { "0123abcd0123abcd" = "48ms" }; `example` shows the shape in errors.
   void DurationTable(std::string_view key, std::map<std::string, config::Duration>* out, LowerBound bound,
                      std::string_view example);
+  // A table of non-empty keys to names ([a-z0-9_]+, at most `max_length`
+  // characters), e.g. { "/data" = "data" }; `example` shows the shape in
+  // errors. `check`, when set, refuses a key by returning why (else "").
+  void NameTable(std::string_view key, std::map<std::string, std::string>* out, std::size_t max_length,
+                 std::string_view example, std::function<std::string(const std::string& key)> check = nullptr);
 
  private:
   friend class detail::Loader;

@@ -21,6 +21,7 @@
 #include "hostperf/http/http_server.h"
 #include "hostperf/http/web_security.h"
 #include "hostperf/probes/probe.h"
+#include "hostperf/runs/calendar.h"
 #include "hostperf/runs/run_api.h"
 #include "hostperf/runs/run_manager.h"
 
@@ -42,10 +43,13 @@ struct DaemonOptions {
   std::string telemetry_path = "/metrics";
   probes::SystemRoots roots;
   std::shared_ptr<WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
+  // Hashed into the full-run calendar's splay; empty: full_runs.host, else the hostname.
+  std::string host_identity;
 };
 
 // The config file's config, or the embedded defaults when there is none:
-// what the daemon starts with and what a reload reads.
+// what the daemon starts with and what a reload reads. [full_runs]' probe
+// options are parsed here by each probe's module (errors are bad_config).
 Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::path>& config_file);
 
 // Wires config, probes, scheduler and HTTP together.
@@ -98,7 +102,8 @@ class Daemon {
   std::vector<std::unique_ptr<probes::Probe>> probes_;
   std::unique_ptr<ImpactGate> impact_gate_;  // used by scheduler_: declared before it
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<RunManager> run_manager_;  // full runs (run API)
+  std::unique_ptr<RunManager> run_manager_;    // full runs (run API)
+  std::unique_ptr<FullRunCalendar> calendar_;  // [full_runs]; submits to run_manager_
   std::unique_ptr<RunApi> run_api_;
   std::unique_ptr<HttpServer> server_;
 

@@ -6,6 +6,7 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,12 +20,18 @@ class FrameworkMetrics {
  public:
   explicit FrameworkMetrics(prometheus::Registry& registry);
 
-  // Makes the probe's series exist from start-up (success 0, runs 0) so that
-  // absent() and staleness rules see it before the first run.
+  // Makes the probe's series exist from start-up (success 0, runs 0, and
+  // failures and skips 0 for every known reason: the framework's and those
+  // the probe's module declares) so that absent(), staleness rules and
+  // increase() see them before the first run or the first failure.
   void Declare(std::string_view probe, std::chrono::nanoseconds interval);
   void RecordRun(std::string_view probe, const probes::ProbeOutcome& outcome, std::chrono::nanoseconds duration,
                  double finished_unix_seconds);
   void RecordSkip(std::string_view probe, std::string_view reason);
+
+  // The reasons the framework itself records for any probe.
+  static std::span<const std::string_view> FrameworkFailureReasons();
+  static std::span<const std::string_view> FrameworkSkipReasons();
 
  private:
   prometheus::Family<prometheus::Gauge>& success_;

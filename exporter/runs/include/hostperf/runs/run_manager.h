@@ -49,7 +49,8 @@ struct RunManagerOptions {
 //    "progress": {"probe", "test", "probe_elapsed_seconds", "probe_remaining_seconds",
 //                 "elapsed_seconds", "probes_done", "probes_total"},
 //    "results": {probe: <the probe's result JSON, as the CLI's --json prints it>},
-//    "outcomes": {probe: {"status", "reason", "message", "duration_seconds", "finished_unix_seconds"}}}
+//    "outcomes": {probe: {"status", "reason", "message", "duration_seconds", "finished_unix_seconds"}},
+//    "trigger": "calendar" (only on runs not started through the run API)}
 class RunManager {
  public:
   // `probes` must outlive the manager. Loads the history; runs that were
@@ -67,8 +68,9 @@ class RunManager {
     std::string id;     // kAccepted: the new run; kConflict: the active one
     std::string error;  // kInvalid: why; kConflict: a message
   };
-  // Validates a run API body and queues the run.
-  Submission Submit(const nlohmann::json& body);
+  // Validates a run API body and queues the run. `trigger` names who
+  // started it when that was not the run API (e.g. "calendar").
+  Submission Submit(const nlohmann::json& body, std::string_view trigger = {});
 
   enum class CancelStatus { kCancelling, kNotFound, kFinished };
   // Sets the run's cancel flag (the probe stops and removes its files) or
@@ -114,7 +116,7 @@ class RunManager {
   // Records a final state, clears the active run and persists.
   void FinishLocked(nlohmann::json& run, std::string_view state, std::string reason);
   std::string NewIdLocked();
-  Submission SubmitAndSnapshot(const nlohmann::json& body);
+  Submission SubmitAndSnapshot(const nlohmann::json& body, std::string_view trigger);
   void LoadHistory();
   // Snapshots the history for the next Flush(), which writes it without
   // holding mu_ (a slow disk must not stall scrapes and GETs).

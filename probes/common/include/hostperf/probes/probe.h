@@ -194,6 +194,13 @@ struct ProbeModule {
   // Its result's headline figures against the documented thresholds.
   std::vector<Figure> (*figures)(const nlohmann::json& result) = nullptr;
   CliCommand command;
+  // The reasons of hostperf_probe_failures_total and
+  // hostperf_probe_skipped_total this probe's runs may report (snake_case,
+  // besides the framework's own): the daemon exposes each at 0 from
+  // start-up, so that increase() sees the first one. A reason not listed
+  // still counts from its first use.
+  std::vector<std::string_view> failure_reasons = {};
+  std::vector<std::string_view> skip_reasons = {};
 };
 
 // Every probe: the built-in ones, one line each in probes/registry.cc, then

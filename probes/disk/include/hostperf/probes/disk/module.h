@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,11 @@ namespace hostperf::probes::disk {
 struct DiskProbeConfig : config::ProbeSection {
   static constexpr std::string_view kName = "disk";
   std::vector<std::string> directories;  // empty: <state_directory>/disk
+  // Directory -> role, the `role` of hostperf_disk_directory_info, so that
+  // fleet rules compare a host's storage only with the same kind on other
+  // hosts. Every key must be in `directories`; the others take kDataRole,
+  // the default directory kStateRole.
+  std::map<std::string, std::string> directory_roles;
   // Bytes written (and read back) per directory per scheduled run: Write and
   // ReWrite each write half of it.
   std::uint64_t bytes_per_run = 64 * config::kMiB;
@@ -24,6 +31,10 @@ struct DiskProbeConfig : config::ProbeSection {
   bool disable_crc = false;
   std::uint64_t reserve = 1 * config::kGiB;  // free space left untouched beyond the files
 };
+
+inline constexpr std::string_view kStateRole = "state";
+inline constexpr std::string_view kDataRole = "data";
+inline constexpr std::size_t kMaxRoleLength = 32;
 
 // vioperf: the disk probe's module (registered in probes/registry.cc).
 extern const ProbeModule kModule;

@@ -21,7 +21,12 @@ struct NetProbeConfig : config::ProbeSection {
   std::string secret_file;
   std::vector<std::string> peers;
   std::string peers_file;
-  std::uint32_t max_peers_per_cycle = 8;
+  // This host's entry in the peer list; empty: found by address and port.
+  std::string self;
+  // Observers per target (target-centric rendezvous over the membership).
+  std::uint32_t observers = 8;
+  // Hard cap on peers probed per run (the observed set is about `observers`).
+  std::uint32_t max_peers_per_cycle = 32;
   // Latency: UDP pings per peer per run, sent open-loop every packet_interval.
   std::uint32_t packets_per_cycle = 20;
   config::Duration packet_interval = 10ms;
@@ -42,7 +47,9 @@ extern const ProbeModule kModule;
 
 // The headline figures of a net result: RTT (200 / 1000 µs), clock offset
 // (1 s) and TCP throughput (100 / 800 MB/s; information when rate-capped
-// below 800), per peer or node.
+// below 800), per peer or node; for a scheduled result also "peers_down"
+// ("3 of 4 peers down", fail when any is) and one failing "peer_up" per down
+// or unresolved peer.
 std::vector<Figure> NetFigures(const nlohmann::json& result);
 
 }  // namespace hostperf::probes::net

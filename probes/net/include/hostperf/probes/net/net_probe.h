@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hostperf/base/clock.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::probes::net {
@@ -23,6 +25,17 @@ namespace hostperf::probes::net {
 //    "ignore_bad_hosts": false,
 //    "ports": [14159]}         // the first is the default port of hosts without one
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps);
+
+// What the net probe reads from the host, replaceable in tests.
+struct NetProbeSeams {
+  // This host's addresses, numeric as inet_ntop writes them; a member at one
+  // of them on a responder port is this host. Default: getifaddrs.
+  std::function<std::vector<std::string>()> local_addresses;
+  // Wall clock of hostperf_net_peer_last_probe_timestamp_seconds; not owned,
+  // outlives the probe. Default: the system clock.
+  const Clock* clock = nullptr;
+};
+std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps, NetProbeSeams seams);
 
 // The tests a full run knows, in vnetperf's order.
 const std::vector<std::string>& FullRunTests();

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,26 +28,64 @@ Result<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t default_port
 // YAML (chosen by the extension; other names: JSON, then YAML). The targets, in order.
 Result<std::vector<std::string>> ParseFileSd(std::string_view content, const std::string& filename);
 
-// The file_sd file, re-read only when its modification time or size changes.
-// A file that becomes unreadable or invalid keeps the last good list.
+// What identifies one version of the peers file: a rename over it (new
+// inode) is a change even when the modification time and size are equal.
+struct FileVersion {
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  std::uint64_t size = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t device = 0;
+  bool operator==(const FileVersion&) const = default;
+};
+
+// The file_sd file, re-read only when its version (modification time, size,
+// inode) changes. A file that becomes unreadable or invalid keeps the last
+// good list, as Prometheus' file_sd does.
 class PeersFile {
  public:
   // Re-reads `path` if it changed; a failure leaves targets() as they were.
+  // Fails on every call while the file is bad; failures() counts each bad
+  // version once.
   Result<void> Refresh(const std::filesystem::path& path);
   // The last good list.
   const std::vector<std::string>& targets() const { return targets_; }
+  // Versions of the file (or of its absence) that could not be used.
+  std::uint64_t failures() const { return failures_; }
 
  private:
   std::filesystem::path path_;
-  std::optional<std::filesystem::file_time_type> mtime_;
-  std::uintmax_t size_ = 0;
+  std::optional<FileVersion> good_;  // the version targets_ came from
+  std::optional<FileVersion> bad_;   // the last version that failed (absent file: default)
+  std::string bad_error_;
+  std::uint64_t failures_ = 0;
   std::vector<std::string> targets_;
 };
 
-// Rendezvous (highest-random-weight) choice of at most `k` peers for `self`:
-// every host scores every peer with a hash of the pair, so each host probes
-// k peers and each peer is probed by about k hosts, however large the fleet.
-std::vector<PeerSpec> SelectPeers(std::string_view self, std::span<const PeerSpec> peers, std::size_t k);
+// Rendezvous (highest-random-weight) score of a pair; the first argument
+// seeds the hash.
 std::uint64_t RendezvousScore(std::string_view self, std::string_view peer);
+
+// Target-centric rendezvous: the observers of `target` are the `k` names in
+// `pool` other than `target` with the highest RendezvousScore(target, name)
+// (ties: the smaller name). Ordered by score.
+std::vector<std::string> ObserversOf(std::string_view target, std::span<const std::string> pool, std::size_t k);
+
+// The members whose observers (ObserversOf over the members' names plus
+// `self` when it is not one of them) include `self`: what this host probes.
+// Every member is observed by exactly min(k, pool size - 1) hosts, hosts
+// observe k members on average, and a membership change moves only the
+// assignments that involve the member that came or went (plus the few whose
+// k-th observer it displaced or freed). No time epoch: the set is stable
+// while the membership is. Ordered by RendezvousScore(target, self), highest
+// first, so that a cap keeps the same ones. `self` itself is never a target.
+std::vector<PeerSpec> ObservedTargets(std::string_view self, std::span<const PeerSpec> members, std::size_t k);
+
+// The member that is this host: one whose port is in `ports` and whose
+// address (`resolve`, numeric, no port; nullopt when it does not resolve) is
+// in `local_addresses`. Its name, or nullopt.
+std::optional<std::string> FindSelf(std::span<const PeerSpec> members, std::span<const std::uint16_t> ports,
+                                    std::span<const std::string> local_addresses,
+                                    const std::function<std::optional<std::string>(const PeerSpec&)>& resolve);
 
 }  // namespace hostperf::probes::net

@@ -1,0 +1,39 @@
+local p = import '../lib/promql.libsonnet';
+{
+  prometheusAlerts+:: {
+    local c = $._config,
+    local m(name, matchers='') = p.metric(c, name, matchers),
+    local a = function(name, expr, severity, summary, description, forDur=null, labels={})
+      p.alert(c, name, expr, severity, summary, description, forDur, labels),
+    groups+: [{
+      name: 'hostperf-exporter',
+      rules: [
+        // The expression of hostperf:probe_seconds_since_success, inline: an alert on a
+        // recording rule of another group may see its value one evaluation late.
+        a('HostperfProbeStale',
+          p.hostLabels(c, |||
+            %s
+            > on(instance, job, probe) %d * %s
+          ||| % [std.stripChars($._probeSecondsSinceSuccess, '\n'), c.probeStaleIntervals, m('hostperf_probe_interval_seconds')]),
+          'warning', 'Probe {{ $labels.probe }} has not succeeded for %d intervals on {{ $labels.instance }}' % c.probeStaleIntervals,
+          'The {{ $labels.probe }} probe on {{ $labels.instance }} (job {{ $labels.job }}) last succeeded {{ $value | humanizeDuration }} ago, more than %d of its intervals: it fails, is skipped (budget, free space, no peers) or times out.' % c.probeStaleIntervals),
+        // Any target that served hostperf metrics recently and is now down. It
+        // carries the host label, so that Alertmanager can inhibit the host's
+        // other alerts (dashboards/alertmanager/hostperf-alertmanager.yml).
+        a('HostperfExporterDown',
+          p.hostLabels(c, 'up%s == 0 and on(instance, job) present_over_time(%s[%s])' % [
+            if c.hostperfSelector == '' then '' else '{%s}' % c.hostperfSelector,
+            m('hostperf_build_info'), c.exporterSeenWindow,
+          ]),
+          'critical', 'hostperf_exporter down on {{ $labels.instance }}',
+          'Prometheus has not been able to scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}) for %s: no performance data comes from this host.' % p.words(c.forExporterDown),
+          c.forExporterDown),
+        a('HostperfConfigReloadFailed',
+          p.hostLabels(c, '%s == 0' % m('hostperf_config_last_reload_successful')),
+          'warning', 'hostperf config reload failed on {{ $labels.instance }}',
+          'The last config load of hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}) failed; it keeps running with the previous config.',
+          c.forShort),
+      ],
+    }],
+  },
+}

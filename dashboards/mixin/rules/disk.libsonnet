@@ -1,0 +1,86 @@
+local p = import '../lib/promql.libsonnet';
+{
+  prometheusRules+:: {
+    local c = $._config,
+    local m(name, matchers='') = p.metric(c, name, matchers),
+    groups+: [{
+      name: 'hostperf-disk-recording',
+      rules: [
+        // vioperf's thresholds are per physical core (hyper-threads do not count).
+        // Scheduled bursts, for the dashboards; the thresholds judge full runs.
+        {
+          record: 'hostperf:disk_throughput_per_core_bytes_per_second',
+          expr: |||
+            %s
+              / on(instance, job) group_left()
+            (%s > 0)
+          ||| % [m('hostperf_disk_throughput_bytes_per_second'), m('hostperf_host_physical_cores')],
+        },
+        // Full runs: per host, the sum over the directories of its last full
+        // run of the per-core figures ("per core on each node").
+        {
+          record: 'hostperf:disk_full_run_bytes_per_second_per_core:sum',
+          expr: p.hostLabels(c, |||
+            sum without(subject) (
+              %s
+            )
+          ||| % m('hostperf_full_run_figure', 'probe="disk", figure=~"write_bytes_per_second_per_core|read_bytes_per_second_per_core"')),
+        },
+        // Scheduled bursts smoothed (one noisy burst does not count), labelled
+        // with the directory's role: a host is compared only with the same kind
+        // of storage.
+        {
+          record: 'hostperf:disk_throughput_bytes_per_second:smoothed',
+          expr: p.hostLabels(c, |||
+            avg_over_time(%s[%s])
+              * on(instance, job, directory) group_left(role)
+            %s
+          ||| % [m('hostperf_disk_throughput_bytes_per_second', 'test=~"%s"' % c.diskTests), c.smoothWindow,
+                 m('hostperf_disk_directory_info')]),
+        },
+        // The host's own baseline per directory and test: the median of the window.
+        {
+          record: 'hostperf:disk_throughput_bytes_per_second:baseline',
+          expr: 'quantile_over_time(0.5, hostperf:disk_throughput_bytes_per_second:smoothed[%s])' % c.baselineWindow,
+        },
+        {
+          record: 'hostperf:disk_throughput_bytes_per_second:baseline_ratio',
+          expr: |||
+            hostperf:disk_throughput_bytes_per_second:smoothed
+              / (hostperf:disk_throughput_bytes_per_second:baseline > 0)
+          |||,
+        },
+        // The fleet median per directory role and test (gpcheckperf compares one
+        // array with its peers).
+        {
+          record: 'hostperf_fleet:disk_throughput_bytes_per_second:median',
+          expr: 'quantile by (%s, role, test) (0.5, hostperf:disk_throughput_bytes_per_second:smoothed)' % c.fleetLabel,
+        },
+        {
+          record: 'hostperf_fleet:disk_throughput_bytes_per_second:count',
+          expr: 'count by (%s, role, test) (hostperf:disk_throughput_bytes_per_second:smoothed)' % c.fleetLabel,
+        },
+        {
+          record: 'hostperf:disk_throughput_bytes_per_second:fleet_ratio',
+          expr: |||
+            hostperf:disk_throughput_bytes_per_second:smoothed
+              / on(%(f)s, role, test) group_left()
+            (hostperf_fleet:disk_throughput_bytes_per_second:median > 0)
+          ||| % { f: c.fleetLabel },
+        },
+        // Op-latency p99 over latencyWindow and its baseline (median of the p99s).
+        // The names keep the default windows (1h, 7d) for the dashboards.
+        {
+          record: 'hostperf:disk_op_latency_seconds:p99_1h',
+          expr: |||
+            histogram_quantile(0.99, rate(%s[%s]))
+          ||| % [m('hostperf_disk_op_latency_seconds_bucket'), c.latencyWindow],
+        },
+        {
+          record: 'hostperf:disk_op_latency_seconds:p99_1h_baseline_7d',
+          expr: 'quantile_over_time(0.5, hostperf:disk_op_latency_seconds:p99_1h[%s])' % c.baselineWindow,
+        },
+      ],
+    }],
+  },
+}

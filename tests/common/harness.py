@@ -1,0 +1,34 @@
+"""Helpers shared by the Python end-to-end tests (dashboards e2e, the Alertmanager
+example check, the fleet simulation): ports, HTTP and waiting with a deadline."""
+import socket
+import time
+import urllib.request
+
+
+class Failure(Exception):
+    """A check failed: the message says what was expected and what was seen."""
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read().decode("utf-8")
+
+
+def wait_for(what, check, deadline, interval=1.0):
+    """check() until it returns something true, or Failure at `deadline` (time.monotonic())."""
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except (OSError, ValueError, KeyError) as e:
+            last = e
+        time.sleep(interval)
+    raise Failure(f"timed out waiting for {what}" + (f" (last error: {last})" if last else ""))

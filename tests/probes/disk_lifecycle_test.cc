@@ -1,0 +1,219 @@
+// The disk probe's per-directory series over reloads: directory_info with
+// its role from start-up, and every series of a directory dropped when the
+// config no longer lists it.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/module.h"
+#include "temp_dir.h"
+
+namespace hostperf::probes::disk {
+namespace {
+
+using nlohmann::json;
+using test_support::TempDir;
+using Status = ProbeOutcome::Status;
+using Labels = std::map<std::string, std::string>;
+
+// Every per-directory family of the probe.
+const std::vector<std::string> kDirectoryFamilies = {
+    "hostperf_disk_op_latency_seconds",
+    "hostperf_disk_read_bytes_total",
+    "hostperf_disk_written_bytes_total",
+    "hostperf_disk_verify_errors_total",
+    "hostperf_disk_throughput_bytes_per_second",
+    "hostperf_disk_seeks_per_second",
+    "hostperf_disk_directory_info",
+};
+
+class DiskLifecycleTest : public ::testing::Test {
+ protected:
+  DiskLifecycleTest() {
+    deps_.registry = &registry_;
+    deps_.state_directory = state_.path();
+    probe_ = CreateDiskProbe(deps_);
+    Disk().bytes_per_run = 256 * 1024;
+    Disk().max_buffer_size = 64 * 1024;
+    Disk().reserve = 1;
+    Disk().disable_direct_io = true;
+  }
+
+  DiskProbeConfig& Disk() { return config_.EditSettings<DiskProbeConfig>(); }
+  std::string A() const { return a_.path().string(); }
+  std::string B() const { return b_.path().string(); }
+
+  // What the daemon does at start-up and after each successful reload.
+  void Apply() { probe_->StartServices(config_.Section("disk")); }
+
+  ProbeOutcome Run(RunMode mode = RunMode::kScheduled, json options = nullptr) {
+    RunContext ctx = MakeRunContext(config_, "disk", mode);
+    ctx.on_report = on_report_;
+    if (!options.is_null()) {
+      auto parsed = ParseProbeOptions("disk", options);
+      if (!parsed) return ProbeOutcome::Failure(parsed.failure());
+      ctx.options = std::move(parsed).value();
+    }
+    return probe_->Run(ctx);
+  }
+
+  // The label sets of every sample of `family` in a fresh collection.
+  std::vector<Labels> Series(const std::string& family) {
+    std::vector<Labels> out;
+    for (const auto& collected : registry_.Collect()) {
+      if (collected.name != family) continue;
+      for (const auto& metric : collected.metric) {
+        Labels labels;
+        for (const auto& label : metric.label) labels[label.name] = label.value;
+        out.push_back(std::move(labels));
+      }
+    }
+    return out;
+  }
+
+  // Directories that have at least one series, over all families.
+  std::set<std::string> DirectoriesWithSeries() {
+    std::set<std::string> out;
+    for (const auto& family : kDirectoryFamilies) {
+      for (const auto& labels : Series(family)) out.insert(labels.at("directory"));
+    }
+    return out;
+  }
+
+  std::optional<double> Value(const std::string& family, const Labels& want) {
+    for (const auto& collected : registry_.Collect()) {
+      if (collected.name != family) continue;
+      for (const auto& metric : collected.metric) {
+        Labels labels;
+        for (const auto& label : metric.label) labels[label.name] = label.value;
+        if (labels != want) continue;
+        return collected.type == prometheus::MetricType::Counter ? metric.counter.value : metric.gauge.value;
+      }
+    }
+    return std::nullopt;
+  }
+
+  TempDir state_;
+  TempDir a_;
+  TempDir b_;
+  prometheus::Registry registry_;
+  ProbeDeps deps_;
+  std::unique_ptr<Probe> probe_;
+  config::Config config_ = DefaultConfig();
+  std::function<void(const json&)> on_report_;
+};
+
+TEST_F(DiskLifecycleTest, DirectoryInfoAndVerifyErrorsExistFromStartUpWithRoles) {
+  Disk().directories = {A(), B()};
+  Disk().directory_roles = {{B(), "wal"}};
+  Apply();
+  EXPECT_EQ(Value("hostperf_disk_directory_info", {{"directory", A()}, {"role", "data"}}), 1);
+  EXPECT_EQ(Value("hostperf_disk_directory_info", {{"directory", B()}, {"role", "wal"}}), 1);
+  EXPECT_EQ(Series("hostperf_disk_directory_info").size(), 2u);
+  EXPECT_EQ(Value("hostperf_disk_verify_errors_total", {{"directory", A()}}), 0);
+  EXPECT_EQ(Value("hostperf_disk_verify_errors_total", {{"directory", B()}}), 0);
+  // Nothing measured yet: no throughput or latency series.
+  EXPECT_TRUE(Series("hostperf_disk_throughput_bytes_per_second").empty());
+  EXPECT_TRUE(Series("hostperf_disk_op_latency_seconds").empty());
+}
+
+TEST_F(DiskLifecycleTest, DefaultDirectoryHasTheStateRole) {
+  Apply();
+  const std::string state_disk = (state_.path() / "disk").string();
+  EXPECT_EQ(Series("hostperf_disk_directory_info"),
+            (std::vector<Labels>{{{"directory", state_disk}, {"role", "state"}}}));
+}
+
+TEST_F(DiskLifecycleTest, ReloadWithoutADirectoryRemovesAllItsSeries) {
+  Disk().directories = {A(), B()};
+  Apply();
+  const auto outcome = Run();
+  ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
+  ASSERT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A(), B()}));
+  // Every family has B's series before the reload.
+  for (const auto& family : kDirectoryFamilies) {
+    bool has_b = false;
+    for (const auto& labels : Series(family)) has_b = has_b || labels.at("directory") == B();
+    EXPECT_TRUE(has_b) << family;
+  }
+  const auto written_a = Value("hostperf_disk_written_bytes_total", {{"directory", A()}});
+  ASSERT_TRUE(written_a.has_value());
+  EXPECT_GT(*written_a, 0);
+  const std::size_t latency_series_a = Series("hostperf_disk_op_latency_seconds").size() / 2;
+
+  Disk().directories = {A()};
+  Apply();
+  EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A()}));
+  // A keeps its series and their values.
+  EXPECT_EQ(Value("hostperf_disk_verify_errors_total", {{"directory", A()}}), 0);
+  EXPECT_EQ(Value("hostperf_disk_written_bytes_total", {{"directory", A()}}), written_a);
+  EXPECT_EQ(Series("hostperf_disk_op_latency_seconds").size(), latency_series_a);
+  EXPECT_EQ(Series("hostperf_disk_throughput_bytes_per_second").size(), 4u);
+
+  // The next run measures only A and does not bring B back.
+  ASSERT_EQ(Run().status, Status::kSuccess);
+  EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A()}));
+  EXPECT_EQ(Value("hostperf_disk_written_bytes_total", {{"directory", A()}}), 2 * *written_a);
+
+  // Listed again: back at 0 from the reload on.
+  Disk().directories = {A(), B()};
+  Apply();
+  EXPECT_EQ(Value("hostperf_disk_verify_errors_total", {{"directory", B()}}), 0);
+  EXPECT_EQ(Value("hostperf_disk_written_bytes_total", {{"directory", B()}}), std::nullopt);
+}
+
+TEST_F(DiskLifecycleTest, RoleChangeReplacesTheInfoSeries) {
+  Disk().directories = {A()};
+  Apply();
+  Disk().directory_roles = {{A(), "archive"}};
+  Apply();
+  EXPECT_EQ(Series("hostperf_disk_directory_info"), (std::vector<Labels>{{{"directory", A()}, {"role", "archive"}}}));
+}
+
+TEST_F(DiskLifecycleTest, DisablingTheProbeRemovesEverySeries) {
+  Disk().directories = {A()};
+  Apply();
+  ASSERT_EQ(Run().status, Status::kSuccess);
+  config_.Section("disk").schedule.enabled = false;
+  Apply();
+  EXPECT_TRUE(DirectoriesWithSeries().empty());
+}
+
+TEST_F(DiskLifecycleTest, FullRunDirectoryOutsideTheConfigIsDroppedAtTheNextReload) {
+  Disk().directories = {A()};
+  Apply();
+  const auto outcome =
+      Run(RunMode::kFull, {{"directories", {B()}}, {"duration", "1s"}, {"data_size", "128kb"}, {"thread_count", 1}});
+  ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
+  EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A(), B()}));
+  Apply();
+  EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A()}));
+}
+
+TEST_F(DiskLifecycleTest, ReloadDuringARunKeepsTheRemovedDirectoryOut) {
+  Disk().directories = {A(), B()};
+  Apply();
+  // The reload lands while the run is about to measure B (the report of a
+  // directory comes before its tests).
+  config::Config reloaded = config_;
+  reloaded.EditSettings<DiskProbeConfig>().directories = {A()};
+  on_report_ = [&](const json& entry) {
+    if (entry.value("kind", "") == "directory" && entry.value("directory", "") == B()) {
+      probe_->StartServices(reloaded.Section("disk"));
+    }
+  };
+  ASSERT_EQ(Run().status, Status::kSuccess);
+  EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A()}));
+  EXPECT_GT(Value("hostperf_disk_written_bytes_total", {{"directory", A()}}).value_or(0), 0);
+}
+
+}  // namespace
+}  // namespace hostperf::probes::disk
