@@ -64,7 +64,7 @@ BRIDGE_IP = f"{SUBNET}.254"
 EXPORTER_PORT = 9105
 RESPONDER_PORT = 14159
 FLEET = "sim"                  # the cluster label every target carries
-DISK_RATE = 48 * 1048576       # every host's disk: bytes/s read and write
+DISK_RATE = 24 * 1048576       # every host's disk: bytes/s read and write (low enough that the machine always sustains it)
 SLOW_DISK_FACTOR = 0.6         # the faulty disk: 60 % of the others
 NET_INTERVAL_S = 2
 DISK_INTERVAL_S = 3
@@ -79,7 +79,7 @@ ACCELERATED = {
     "rateWindow": "20s",       # RTT histograms per link (net runs every 2 s)
     "lossWindow": "40s",
     "burstWindow": "90s",      # bursts rotate over ~8 peers, TCP and UDP in turn
-    "smoothWindow": "20s",     # disk bursts every 3 s
+    "smoothWindow": "40s",     # disk bursts every 3 s: about 13 averaged
     "baselineWindow": "1h",
     "latencyWindow": "1m",
     "errorWindow": "1m",

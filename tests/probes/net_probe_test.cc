@@ -180,6 +180,21 @@ TEST_F(NetProbeTest, OwnEntryIsFoundByAddressAndPortAndNotProbed) {
   EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), kSeriesPerPingedPeer);
 }
 
+// A list naming only this host is a fleet of one: its own entry is pinged
+// (the responder is exercised), not skipped as "no peers" on every run.
+TEST_F(NetProbeTest, AListOfOnlyThisHostPingsItsOwnEntry) {
+  const std::string self = SelfAddress();
+  Net().peers = {self};
+  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
+  ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
+  EXPECT_EQ(outcome.result["peers"][0]["peer"], self);
+  EXPECT_EQ(outcome.result["peers"][0]["up"], true);
+  const auto families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), 1);
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "observers"}}), 0);
+}
+
 // A peer that leaves the set loses every series in the next run; the ones
 // that stay keep theirs, with the time of the run that probed them.
 TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {

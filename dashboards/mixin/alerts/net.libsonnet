@@ -15,13 +15,15 @@ local p = import '../lib/promql.libsonnet';
     local mib(b) = b / 1048576,
     local hostIn = '{{ $labels.%s }} (%s {{ $labels.%s }})' % [h, f, f],
     local unreachable = cond.unreachable,
-    // A link alert only where neither end is impaired as a whole.
+    // A link alert only where neither end is impaired as a whole, and the
+    // observer does not see most of its links bad (then it is the fault).
     local linkOnly(expr) = |||
       (
         %(e)s
       )
         unless on(%(f)s, %(h)s) (hostperf_host:net_impaired:bool == 1)
         unless on(%(f)s, %(o)s) label_replace(hostperf_host:net_impaired:bool == 1, "%(o)s", "$1", "%(h)s", "(.*)")
+        unless on(%(f)s, %(o)s) (hostperf_observer:net_impaired:bool == 1)
     ||| % { e: std.stripChars(expr, '\n'), f: f, h: h, o: o },
     local linkDescription(what) =
       'The observer {{ $labels.%s }} ({{ $labels.instance }}) %s {{ $labels.%s }} ({{ $labels.peer }}), for %s, while the other observers of {{ $labels.%s }} do not: a fault on this link (path, port, firewall) rather than at either host.' % [o, what, h, p.words(c.forMedium), h],

@@ -8,6 +8,7 @@ local p = import '../lib/promql.libsonnet';
     local c = $._config,
     local m(name, matchers='') = p.metric(c, name, matchers),
     local by = p.hostBy(c),
+    local obs = '%s, %s' % [c.fleetLabel, c.observerLabel],
     local link(expr) = p.linkLabels(c, expr),
     groups+: [{
       name: 'hostperf-net-recording',
@@ -89,6 +90,40 @@ local p = import '../lib/promql.libsonnet';
             rtt: $._netCondition.majority('hostperf_host:net_observers_rtt_high:count', 'hostperf_host:net_observers:count'),
             loss: $._netCondition.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'),
           },
+        },
+        // --- per observer host, across the links it probes --------------------
+        // A link is bad when it is down, slow or lossy. Links into hosts that are
+        // impaired as a whole are explained by their target and left out; an
+        // observer most of whose other links are bad is the fault itself (its
+        // NIC, CPU or path: Pingmesh's rule), so its links raise no link alerts
+        // naming healthy targets.
+        {
+          record: 'hostperf:net_link_bad',
+          expr: |||
+            max without (signal) (
+                label_replace(hostperf:net_link_down, "signal", "down", "", "")
+              or
+                label_replace(hostperf:net_link_rtt_high, "signal", "rtt", "", "")
+              or
+                label_replace(hostperf:net_link_lossy, "signal", "loss", "", "")
+            )
+          |||,
+        },
+        {
+          record: 'hostperf_observer:net_links:count',
+          expr: 'count by (%s) (hostperf:net_link_bad unless on(%s) (hostperf_host:net_impaired:bool == 1))' % [obs, by],
+        },
+        {
+          record: 'hostperf_observer:net_links_bad:count',
+          expr: 'sum by (%s) (hostperf:net_link_bad unless on(%s) (hostperf_host:net_impaired:bool == 1))' % [obs, by],
+        },
+        {
+          record: 'hostperf_observer:net_impaired:bool',
+          expr: |||
+            (%(bad)s) * 0 + 1
+            or
+              hostperf_observer:net_links:count * 0
+          ||| % { bad: $._netCondition.majority('hostperf_observer:net_links_bad:count', 'hostperf_observer:net_links:count') },
         },
       ],
     }],

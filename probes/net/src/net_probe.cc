@@ -425,7 +425,12 @@ class NetProbe final : public Probe, private ResponderObserver {
     std::size_t observers = 0;
     std::size_t over_cap = 0;
     if (!own_responder) {
-      chosen = Assign(net, all).observed;
+      const Assignment& assignment = Assign(net, all);
+      chosen = assignment.observed;
+      // A list naming only this host (a fleet of one, or a test): ping that
+      // entry, as with nothing configured, so that the probe and the
+      // responder are still exercised rather than skipped for ever.
+      if (chosen.empty() && assignment.self_is_member && all.size() == 1) chosen = all;
       if (chosen.size() > net.max_peers_per_cycle) {
         over_cap = chosen.size() - net.max_peers_per_cycle;
         chosen.resize(net.max_peers_per_cycle);  // the highest-scoring ones: stable under the cap too
