@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::config {
 namespace {
 
@@ -388,9 +390,13 @@ class Loader {
             }};
   }
 
+  static constexpr const char* kNulInString = "must not contain a NUL character (\\u0000)";
+
   Field String(std::string_view name, std::string* out) {
     return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
               if (const auto* value = node.as_string()) {
+                // TOML allows "\u0000"; a path would be cut short at it.
+                if (value->get().find('\0') != std::string::npos) return Invalid(node, path, kNulInString);
                 *out = value->get();
               } else {
                 WrongType(node, path, "a string");
@@ -508,6 +514,9 @@ class Loader {
                 const auto* value = element.as_string();
                 if (value == nullptr) return WrongType(element, Indexed(path, i), "a string");
                 if (value->get().empty()) return Invalid(element, Indexed(path, i), "must not be empty");
+                if (value->get().find('\0') != std::string::npos) {
+                  return Invalid(element, Indexed(path, i), kNulInString);
+                }
                 values.push_back(value->get());
               }
               *out = std::move(values);
@@ -609,27 +618,6 @@ class Loader {
 
 namespace {
 
-// Reads a whole file; on failure returns the errno value.
-int ReadWholeFile(const std::filesystem::path& path, std::string* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  char buffer[16384];
-  int error = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n > 0) {
-      out->append(buffer, static_cast<std::size_t>(n));
-    } else if (n == 0) {
-      break;
-    } else if (errno != EINTR) {
-      error = errno;
-      break;
-    }
-  }
-  ::close(fd);
-  return error;
-}
-
 std::optional<std::string> SystemGetenv(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr) return std::nullopt;
@@ -712,12 +700,11 @@ Result<Config> LoadString(std::string_view text, std::string_view source, std::s
 }
 
 Result<Config> LoadFile(const std::filesystem::path& path, std::span<const SectionSchema> sections) {
-  std::string text;
-  if (const int error = ReadWholeFile(path, &text); error != 0) {
-    return Result<Config>::Error("bad_config",
-                                 path.string() + ": cannot read: " + std::generic_category().message(error));
-  }
-  return LoadString(text, path.string(), sections);
+  // A regular file of at most kMaxConfigFileBytes: never a FIFO, a device
+  // (/dev/zero) or a directory, so reading cannot block or grow for ever.
+  auto text = ReadBoundedFile(path, "", kMaxConfigFileBytes);
+  if (!text) return Result<Config>::Error("bad_config", text.error());
+  return LoadString(*text, path.string(), sections);
 }
 
 std::filesystem::path ResolveStateDirectory(const Config& config,

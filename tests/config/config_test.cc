@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/cpu/module.h"
 #include "hostperf/probes/disk/module.h"
 #include "hostperf/probes/memory/module.h"
@@ -571,7 +573,41 @@ TEST(LoadFileTest, Directory) {
   const fs::path dir = fs::temp_directory_path();
   const auto loaded = LoadConfigFile(dir);
   ASSERT_FALSE(loaded.ok());
-  EXPECT_EQ(loaded.error(), dir.string() + ": cannot read: Is a directory");
+  EXPECT_EQ(loaded.error(), dir.string() + ": is a directory, not a file");
+}
+
+// Issue 21: --config.file=/dev/zero grew to 6.6 GB, and a FIFO blocked start-up.
+TEST(LoadFileTest, DevicesAndFifosAreRefusedWithoutReading) {
+  const auto zero = LoadConfigFile("/dev/zero");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.error(), "/dev/zero: is a character device, not a regular file");
+  const fs::path fifo = fs::temp_directory_path() / ("hostperf-config-fifo-" + std::to_string(::getpid()));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto piped = LoadConfigFile(fifo);  // returns at once: no writer needed
+  fs::remove(fifo);
+  ASSERT_FALSE(piped.ok());
+  EXPECT_EQ(piped.error(), fifo.string() + ": is a FIFO (named pipe), not a regular file");
+}
+
+TEST(LoadFileTest, LargerThanTheCap) {
+  TempFile file(std::string(kMaxConfigFileBytes + 1, '\n'));
+  const auto loaded = LoadConfigFile(file.path());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error(), file.path().string() + ": larger than the cap of 4 MiB");
+}
+
+// TOML allows "\u0000"; a path with one would be cut short where the OS sees it.
+TEST(LoadTest, NulInAStringIsRefusedWithTheKey) {
+  const auto token = Load("[api]\ntoken_file = \"/etc/hostperf/tok\\u0000en\"\n", "c.toml");
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.error(), "c.toml:2:14: api.token_file: must not contain a NUL character (\\u0000)");
+  const auto dirs = Load("[probes.disk]\ndirectories = [\"/data\", \"/d\\u0000x\"]\n", "c.toml");
+  ASSERT_FALSE(dirs.ok());
+  EXPECT_NE(dirs.error().find("probes.disk.directories[1]: must not contain a NUL character"), std::string::npos)
+      << dirs.error();
+  const auto state = Load("state_directory = \"/var/lib/x\\u0000\"\n", "c.toml");
+  ASSERT_FALSE(state.ok());
+  EXPECT_NE(state.error().find("state_directory: must not contain a NUL"), std::string::npos) << state.error();
 }
 
 // Seams that fail the test if the resolver consults them when it should not.
