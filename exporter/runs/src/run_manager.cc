@@ -8,6 +8,7 @@
 #include <exception>
 #include <utility>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/probes/state_file.h"
 #include "hostperf/runs/full_run.h"
@@ -217,7 +218,10 @@ void RunManager::LoadHistory() {
   if (options_.history_file.empty()) return;
   const auto text = probes::ReadWholeFile(options_.history_file);
   if (!text) return;  // first start
-  const json parsed = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  // A file nested too deep is refused before it is built (as corrupt).
+  const json parsed = JsonDepthError(*text, kMaxStoredJsonDepth).empty()
+                          ? json::parse(*text, nullptr, /*allow_exceptions=*/false)
+                          : json(json::value_t::discarded);
   if (!parsed.is_object() || !parsed.contains("runs") || !parsed["runs"].is_array()) {
     const auto aside = std::filesystem::path(options_.history_file).concat(".corrupt");
     std::error_code ec;

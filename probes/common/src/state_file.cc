@@ -1,31 +1,61 @@
 #include "hostperf/probes/state_file.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <cstdint>
+
+#include "hostperf/base/files.h"
 
 namespace hostperf::probes {
 namespace {
 
 std::error_code LastError() { return {errno, std::generic_category()}; }
 
+// Twelve random characters for a temporary name that no one can guess ahead.
+std::string RandomSuffix() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  unsigned char bytes[12] = {};
+  std::size_t got = 0;
+  while (got < sizeof(bytes)) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
+    if (n > 0) {
+      got += static_cast<std::size_t>(n);
+    } else if (errno != EINTR) {
+      break;  // no entropy source: the rest stays predictable, O_EXCL still holds
+    }
+  }
+  std::string suffix;
+  for (const unsigned char b : bytes) suffix += kAlphabet[b % (sizeof(kAlphabet) - 1)];
+  return suffix;
+}
+
 }  // namespace
 
 std::optional<std::string> ReadWholeFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return std::move(text).str();
+  auto text = ReadBoundedFile(path, "state file", kMaxStateFileBytes);
+  if (!text) return std::nullopt;
+  return std::move(text).value();
 }
 
 std::error_code WriteFileAtomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = std::filesystem::path(path).concat(".tmp");
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  return WriteFileAtomically(path, text, RandomSuffix);
+}
+
+std::error_code WriteFileAtomically(const std::filesystem::path& path, const std::string& text,
+                                    const std::function<std::string()>& suffix) {
+  // The temporary is created exclusively (O_EXCL: never an existing file,
+  // never through a symlink) under a random name in the same directory, so
+  // that a link planted at a predictable name cannot redirect the write.
+  std::filesystem::path tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = std::filesystem::path(path).concat(".tmp." + suffix());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) return LastError();
+  }
   if (fd < 0) return LastError();
   std::error_code error;
   for (std::size_t done = 0; done < text.size() && !error;) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/cpu/stats.h"
 #include "hostperf/probes/state_file.h"
 
@@ -73,7 +74,10 @@ void BaselineStore::Load() {
     spdlog::warn("cpu probe: cannot read {}; starting without stored baselines", path_.string());
     return;
   }
-  json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  // A file nested too deep is refused before it is built (as corrupt).
+  json doc = JsonDepthError(*text, kMaxStoredJsonDepth).empty()
+                 ? json::parse(*text, nullptr, /*allow_exceptions=*/false)
+                 : json(json::value_t::discarded);
   if (!doc.is_object()) {
     // Keep the bad file for inspection; the next save writes a fresh one.
     const fs::path aside = fs::path(path_).concat(".corrupt");

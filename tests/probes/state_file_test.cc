@@ -1,0 +1,87 @@
+// State files (runs.json, cpu_baselines.json) are written through a
+// temporary that no planted link or file can redirect (issue 21, defect 7).
+#include "hostperf/probes/state_file.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "temp_dir.h"
+
+namespace hostperf::probes {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class StateFileTest : public ::testing::Test {
+ protected:
+  test_support::TempDir dir_;
+  fs::path victim() const { return dir_.path() / "victim"; }
+  fs::path target() const { return dir_.path() / "runs.json"; }
+  void SetUp() override { std::ofstream(victim()) << "precious\n"; }
+};
+
+TEST_F(StateFileTest, ASymlinkAtTheOldTemporaryNameIsNotFollowed) {
+  // The old code opened "<path>.tmp" with O_CREAT|O_TRUNC: through this link.
+  fs::create_symlink(victim(), fs::path(target()).concat(".tmp"));
+  ASSERT_FALSE(WriteFileAtomically(target(), "{\"runs\": []}\n"));
+  EXPECT_EQ(Slurp(victim()), "precious\n");
+  EXPECT_EQ(Slurp(target()), "{\"runs\": []}\n");
+  EXPECT_TRUE(fs::is_symlink(fs::path(target()).concat(".tmp")));  // left alone
+}
+
+TEST_F(StateFileTest, PlantedCandidatesAreSkippedNotWrittenThrough) {
+  // The names the writer will try, planted in advance: a symlink to the
+  // victim and a file of someone else's. Both are skipped (O_EXCL).
+  const std::vector<std::string> names = {"aaaa", "bbbb", "cccc"};
+  fs::create_symlink(victim(), fs::path(target()).concat(".tmp.aaaa"));
+  std::ofstream(fs::path(target()).concat(".tmp.bbbb")) << "theirs\n";
+  std::size_t next = 0;
+  ASSERT_FALSE(WriteFileAtomically(target(), "new\n", [&] { return names[next++]; }));
+  EXPECT_EQ(next, 3u);
+  EXPECT_EQ(Slurp(victim()), "precious\n");
+  EXPECT_EQ(Slurp(fs::path(target()).concat(".tmp.bbbb")), "theirs\n");
+  EXPECT_FALSE(fs::exists(fs::path(target()).concat(".tmp.cccc")));  // renamed into place
+  EXPECT_EQ(Slurp(target()), "new\n");
+}
+
+TEST_F(StateFileTest, GivesUpWhenEveryNameIsTakenAndLeavesNothing) {
+  fs::create_symlink(victim(), fs::path(target()).concat(".tmp.same"));
+  const std::error_code error = WriteFileAtomically(target(), "new\n", [] { return std::string("same"); });
+  EXPECT_EQ(error, std::errc::file_exists);
+  EXPECT_EQ(Slurp(victim()), "precious\n");
+  EXPECT_FALSE(fs::exists(target()));
+}
+
+TEST_F(StateFileTest, RandomNamesDifferAndNoTemporaryStays) {
+  for (int i = 0; i < 3; ++i) ASSERT_FALSE(WriteFileAtomically(target(), "v" + std::to_string(i)));
+  EXPECT_EQ(Slurp(target()), "v2");
+  std::vector<std::string> entries;
+  for (const auto& entry : fs::directory_iterator(dir_.path())) entries.push_back(entry.path().filename());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"runs.json", "victim"}));
+}
+
+TEST_F(StateFileTest, ReadingRefusesFifosAndOversizedFiles) {
+  const fs::path fifo = dir_.path() / "runs.json.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(ReadWholeFile(fifo).has_value());  // returns at once
+  EXPECT_EQ(ReadWholeFile(victim()).value_or(""), "precious\n");
+}
+
+}  // namespace
+}  // namespace hostperf::probes
