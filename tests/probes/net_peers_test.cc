@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -298,6 +299,79 @@ TEST(NetPeersFileTest, BadEditIsCountedOnceAndKeepsTheLastGoodList) {
   EXPECT_TRUE(file.Refresh(path).error().empty());
   EXPECT_EQ(file.targets(), std::vector<std::string>{"c"});
   EXPECT_EQ(file.failures(), 1u);
+}
+
+// `- &g {targets: [h, h, ...]}` then `- *g` `aliases` times: issue 21's
+// 48 KB file that expanded to over 1 GiB.
+std::string AliasBomb(int targets, int aliases) {
+  std::string yaml = "- &g {targets: [h";
+  for (int i = 1; i < targets; ++i) yaml += ", h";
+  yaml += "]}\n";
+  for (int i = 0; i < aliases; ++i) yaml += "- *g\n";
+  return yaml;
+}
+
+TEST(NetFileSdTest, YamlAliasesAndAnchorsAreRefused) {
+  const auto bomb = ParseFileSd(AliasBomb(1000, 100), "peers.yaml");
+  ASSERT_FALSE(bomb);
+  EXPECT_EQ(bomb.error(), "line 1: YAML anchors (&name) are not accepted in a peers file");
+  const auto alias = ParseFileSd("- targets: [a]\n  labels: &l {dc: x}\n- targets: [b]\n  labels: *l\n", "p.yml");
+  ASSERT_FALSE(alias);
+  EXPECT_NE(alias.error().find("not accepted in a peers file"), std::string::npos) << alias.error();
+  // Without an extension: JSON first, then YAML; the YAML rule holds.
+  EXPECT_FALSE(ParseFileSd(AliasBomb(10, 10), "peers"));
+}
+
+TEST(NetFileSdTest, TargetCountAndNestingAreBounded) {
+  std::string json = R"([{"targets": [)";
+  std::string yaml = "- targets: [";
+  for (std::size_t i = 0; i <= kMaxPeersFileTargets; ++i) {
+    json += (i == 0 ? "\"h" : ", \"h") + std::to_string(i) + "\"";
+    yaml += (i == 0 ? "h" : ", h") + std::to_string(i);
+  }
+  json += "]}]";
+  yaml += "]\n";
+  for (const auto& [content, name] : {std::pair{json, "p.json"}, std::pair{yaml, "p.yaml"}}) {
+    const auto parsed = ParseFileSd(content, name);
+    ASSERT_FALSE(parsed) << name;
+    EXPECT_EQ(parsed.error(), "more than 10000 targets (the cap of a peers file)") << name;
+  }
+  EXPECT_FALSE(ParseFileSd(std::string(200, '[') + std::string(200, ']'), "p.json"));
+  EXPECT_EQ(ParseFileSd(std::string(200, '[') + std::string(200, ']'), "p.json").error(),
+            "nested deeper than 64 levels of arrays and objects");
+  const auto deep_yaml = ParseFileSd("- targets: " + std::string(200, '[') + std::string(200, ']') + "\n", "p.yaml");
+  ASSERT_FALSE(deep_yaml);
+  EXPECT_NE(deep_yaml.error().find("nested deeper than 64 levels"), std::string::npos) << deep_yaml.error();
+}
+
+// A refused file (alias bomb, too big, a FIFO) is one bad version: counted,
+// the last good list kept.
+TEST(NetPeersFileTest, RefusedFilesKeepTheLastGoodList) {
+  test_support::TempDir dir;
+  const auto path = dir.path() / "peers.yaml";
+  std::ofstream(path) << "- targets: [a, b]\n";
+  PeersFile file;
+  ASSERT_TRUE(file.Refresh(path).error().empty());
+  std::ofstream(path) << AliasBomb(5000, 6600);
+  EXPECT_LT(std::filesystem::file_size(path), 48u << 10);
+  auto refreshed = file.Refresh(path);
+  EXPECT_NE(refreshed.error().find("YAML anchors (&name) are not accepted"), std::string::npos) << refreshed.error();
+  EXPECT_NE(refreshed.error().find("keeping the last good list"), std::string::npos) << refreshed.error();
+  EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(file.failures(), 1u);
+
+  std::ofstream(path) << "- targets: [c]\n" << std::string(kMaxPeersFileBytes, '#');
+  refreshed = file.Refresh(path);
+  EXPECT_NE(refreshed.error().find("larger than the cap of 4 MiB"), std::string::npos) << refreshed.error();
+  EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(file.failures(), 2u);
+
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  refreshed = file.Refresh(path);  // returns at once: no writer needed
+  EXPECT_NE(refreshed.error().find("is a FIFO"), std::string::npos) << refreshed.error();
+  EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(file.failures(), 3u);
 }
 
 }  // namespace

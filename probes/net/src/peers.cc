@@ -1,6 +1,8 @@
 #include "hostperf/probes/net/peers.h"
 
 #include <sys/stat.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/mark.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -8,10 +10,10 @@
 #include <charconv>
 #include <cstring>
 #include <exception>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "hostperf/base/files.h"
 
 namespace hostperf::probes::net {
 
@@ -47,7 +49,12 @@ std::uint64_t Fnv1a(std::string_view text, std::uint64_t hash = 0xcbf29ce4842223
   return hash;
 }
 
+std::string TooManyTargets() {
+  return "more than " + std::to_string(kMaxPeersFileTargets) + " targets (the cap of a peers file)";
+}
+
 Result<std::vector<std::string>> TargetsFromJson(std::string_view content) {
+  if (const std::string deep = JsonDepthError(content); !deep.empty()) return Failure{kInvalidReason, deep};
   const auto doc = nlohmann::json::parse(content, nullptr, false);
   if (doc.is_discarded()) return Failure{kInvalidReason, "not valid JSON"};
   if (!doc.is_array()) return Failure{kInvalidReason, "expected a list of target groups"};
@@ -58,13 +65,79 @@ Result<std::vector<std::string>> TargetsFromJson(std::string_view content) {
     }
     for (const auto& target : group["targets"]) {
       if (!target.is_string()) return Failure{kInvalidReason, "targets must be strings"};
+      if (targets.size() >= kMaxPeersFileTargets) return Failure{kInvalidReason, TooManyTargets()};
       targets.push_back(target.get<std::string>());
     }
   }
   return targets;
 }
 
+// A first pass over the YAML events, before any node is built: file_sd
+// files need no anchors, and an alias (`*g`) repeated thousands of times
+// expands a small file into gigabytes of targets, so both are refused, as
+// are nesting deeper than kMaxJsonDepth and more values than a file of
+// kMaxPeersFileTargets targets with their labels can need.
+class YamlShapeCheck : public YAML::EventHandler {
+ public:
+  struct Refused {
+    std::string why;
+  };
+  static constexpr std::size_t kMaxValues = 16 * kMaxPeersFileTargets;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { Value(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    Refuse(mark, "YAML aliases (*name) are not accepted in a peers file");
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    Value(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    Open(mark, anchor);
+  }
+  void OnMapEnd() override { --depth_; }
+  void OnAnchor(const YAML::Mark& mark, const std::string&) override {
+    Refuse(mark, "YAML anchors (&name) are not accepted in a peers file");
+  }
+
+ private:
+  [[noreturn]] static void Refuse(const YAML::Mark& mark, const std::string& why) {
+    throw Refused{"line " + std::to_string(mark.line + 1) + ": " + why};
+  }
+  void Value(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) Refuse(mark, "YAML anchors (&name) are not accepted in a peers file");
+    if (++values_ > kMaxValues) Refuse(mark, "more than " + std::to_string(kMaxValues) + " values");
+  }
+  void Open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    Value(mark, anchor);
+    if (++depth_ > kMaxJsonDepth) {
+      Refuse(mark, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+  }
+
+  std::size_t depth_ = 0;
+  std::size_t values_ = 0;
+};
+
 Result<std::vector<std::string>> TargetsFromYaml(std::string_view content) {
+  try {
+    std::istringstream stream{std::string(content)};
+    YAML::Parser parser(stream);
+    YamlShapeCheck check;
+    while (parser.HandleNextDocument(check)) {
+    }
+  } catch (const YamlShapeCheck::Refused& refused) {
+    return Failure{kInvalidReason, refused.why};
+  } catch (const std::exception& e) {
+    return Failure{kInvalidReason, std::string("not valid YAML: ") + e.what()};
+  }
   try {
     const YAML::Node doc = YAML::Load(std::string(content));
     if (!doc.IsSequence()) return Failure{kInvalidReason, "expected a list of target groups"};
@@ -75,6 +148,7 @@ Result<std::vector<std::string>> TargetsFromYaml(std::string_view content) {
       }
       for (const auto& target : group["targets"]) {
         if (!target.IsScalar()) return Failure{kInvalidReason, "targets must be strings"};
+        if (targets.size() >= kMaxPeersFileTargets) return Failure{kInvalidReason, TooManyTargets()};
         targets.push_back(target.as<std::string>());
       }
     }
@@ -140,18 +214,18 @@ Result<void> PeersFile::Refresh(const std::filesystem::path& path) {
                static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_dev)};
     if (good_ && *good_ == version) return {};
     if (bad_ && *bad_ == version) return Failure{kInvalidReason, bad_error_};
-    std::ifstream in(path);
-    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const bool read_failed = !in || (!in.good() && !in.eof());
-    auto targets = ParseFileSd(content, path.string());
-    if (targets) {
+    // Regular files of at most kMaxPeersFileBytes only: never blocks on a FIFO.
+    const auto content = ReadBoundedFile(path, "peers file", kMaxPeersFileBytes);
+    if (!content) {
+      error = content.error();
+    } else if (auto targets = ParseFileSd(*content, path.string())) {
       good_ = version;
       bad_.reset();
       targets_ = std::move(targets).value();
       return {};
+    } else {
+      error = "peers file " + path.string() + ": " + targets.error();
     }
-    // A read error explains a parse failure better than the parser does.
-    error = "peers file " + path.string() + ": " + (read_failed ? "read error" : targets.error());
   }
   if (!bad_ || *bad_ != version) {
     ++failures_;

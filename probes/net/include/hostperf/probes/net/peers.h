@@ -24,6 +24,11 @@ struct PeerSpec {
 // Parses one entry; the failure explains a bad one.
 Result<PeerSpec> ParsePeerSpec(std::string_view text, std::uint16_t default_port);
 
+// The caps of a peers file: bigger or longer ones are refused (the last good
+// list is kept). YAML anchors and aliases are refused too.
+inline constexpr std::size_t kMaxPeersFileBytes = 4 << 20;
+inline constexpr std::size_t kMaxPeersFileTargets = 10000;
+
 // Prometheus file_sd: a list of {"targets": [...], "labels": {...}} in JSON or
 // YAML (chosen by the extension; other names: JSON, then YAML). The targets, in order.
 Result<std::vector<std::string>> ParseFileSd(std::string_view content, const std::string& filename);
