@@ -142,7 +142,7 @@ v,u=re.match(r'([0-9.]+)(us|ms|s)', sys.argv[1]).groups(); print(float(v)*{'us':
 }
 
 peers() {
-  head -c 32 /dev/urandom | base64 > "$work/secret"
+  (umask 077; head -c 32 /dev/urandom | base64 > "$work/secret")  # owner-only: the daemon refuses looser modes
   local base=31000 ports="" list=""
   for ((i = 0; i < 200; i++)); do
     ports+="${ports:+, }$((base + i))"; list+="${list:+, }\"127.0.0.1:$((base + i))\""

@@ -46,7 +46,7 @@ enabled = false
 [probes.disk]
 enabled = false'
 
-head -c 32 /dev/urandom | base64 > "$work/secret"
+(umask 077; head -c 32 /dev/urandom | base64 > "$work/secret")  # owner-only: the daemon refuses looser modes
 # Ten responder daemons, each bound to its own loopback address (a wildcard
 # bind would answer from 127.0.0.1, not from the address asked) and serving
 # 100 ports: up to 1000 distinct, answering peers.

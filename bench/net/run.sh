@@ -17,7 +17,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 port=24159; iperf_port=25201; sockperf_port=26301
-head -c 32 /dev/urandom | base64 > "$work/secret"
+(umask 077; head -c 32 /dev/urandom | base64 > "$work/secret")  # owner-only: the daemon refuses looser modes
 cat > "$work/hostperf.toml" <<TOML
 state_directory = "$work/state"
 [probes.cpu]

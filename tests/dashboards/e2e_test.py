@@ -138,6 +138,7 @@ def start_exporter(procs, exporter, work, fp, deadline):
     config = work / "hostperf.toml"
     config.write_text(exporter_config(work, fp), encoding="utf-8")
     (work / "api-token").write_text(API_TOKEN + "\n", encoding="utf-8")
+    (work / "api-token").chmod(0o600)  # the daemon refuses a token others can read
     log = work / "exporter.log"
     child = procs.start("hostperf_exporter", [exporter, f"--config.file={config}",
                                               "--web.listen-address=127.0.0.1:0"], log)

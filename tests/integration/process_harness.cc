@@ -233,6 +233,10 @@ TempDir::~TempDir() {
 std::string TempDir::Write(const std::string& name, const std::string& content) const {
   const std::string file = path_ + "/" + name;
   std::ofstream(file, std::ios::binary) << content;
+  // Owner-only, as an operator keeps a token_file or secret_file (the daemon
+  // refuses secrets that group or others can read); a test that wants a loose
+  // mode chmods after.
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   return file;
 }
 

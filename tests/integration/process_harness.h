@@ -68,6 +68,7 @@ class TempDir {
   TempDir();
   ~TempDir();
   const std::string& path() const { return path_; }
+  // Writes `name` (mode 0600) and returns its path.
   std::string Write(const std::string& name, const std::string& content) const;
 
  private:

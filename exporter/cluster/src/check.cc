@@ -6,11 +6,13 @@
 #include <charconv>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "hostperf/base/files.h"
 #include "hostperf/config/units.h"
 #include "hostperf/probes/disk/results.h"
 #include "hostperf/probes/flags.h"
@@ -202,8 +204,9 @@ Result<std::uint16_t> ParsePort(const std::string& text, const std::string& what
 // gpcheckperf's -f: one host per line; blank lines and # comments skipped.
 Result<std::vector<std::string>> ReadHostFile(const std::string& path) {
   using R = Result<std::vector<std::string>>;
-  std::ifstream in(path);
-  if (!in) return R::Error("-f: cannot read host file \"" + path + "\"");
+  const auto content = ReadBoundedFile(path, "-f: host file", kMaxConfigFileBytes);
+  if (!content) return R::Error(content.error());
+  std::istringstream in(*content);
   std::vector<std::string> hosts;
   std::string line;
   while (std::getline(in, line)) {

@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -259,12 +261,10 @@ Result<WebConfig> ParseWebConfig(const std::string& text, const std::filesystem:
 }
 
 Result<WebConfig> ReadWebConfig(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Config::Error(file.string() + ": cannot read: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Config::Error(file.string() + ": cannot read: " + std::strerror(errno));
-  return ParseWebConfig(text.str(), file);
+  // A regular file of at most kMaxConfigFileBytes (hostperf/base/files.h).
+  auto text = ReadBoundedFile(file, "", kMaxConfigFileBytes);
+  if (!text) return Config::Error(text.error());
+  return ParseWebConfig(*text, file);
 }
 
 Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::string& source) {

@@ -7,7 +7,7 @@
 #include <array>
 #include <cctype>
 
-#include "hostperf/probes/state_file.h"
+#include "hostperf/base/files.h"
 
 namespace hostperf::exporter {
 namespace {
@@ -24,8 +24,9 @@ Result<std::string> ReadApiToken(const std::filesystem::path& path) {
   using R = Result<std::string>;
   // The file is named by the config, so a bad one is a bad config.
   constexpr const char* kReason = "bad_config";
-  const auto text = probes::ReadWholeFile(path);
-  if (!text) return R::Error(kReason, "api.token_file: cannot read \"" + path.string() + "\"");
+  // A regular file, owner-only (like an OpenSSH private key), small.
+  const auto text = ReadBoundedFile(path, "api.token_file", kMaxSecretFileBytes, FileAccess::kOwnerOnly);
+  if (!text) return R::Error(kReason, text.error());
   const std::string_view token = TrimToken(*text);
   if (token.empty()) return R::Error(kReason, "api.token_file: \"" + path.string() + "\" is empty");
   if (std::any_of(token.begin(), token.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; })) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/flags.h"
 #include "hostperf/probes/net/net_probe.h"
 
@@ -92,10 +93,9 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
       std::string list = text;
       std::error_code ec;
       if (std::filesystem::is_regular_file(text, ec)) {
-        std::ifstream in(text);
-        std::stringstream content;
-        content << in.rdbuf();
-        list = content.str();
+        auto content = ReadBoundedFile(text, "--hosts", kMaxConfigFileBytes);
+        if (!content) return R::Error(content.error());
+        list = std::move(content).value();
       }
       const auto hosts = SplitList(list);
       if (hosts.empty()) return R::Error("--hosts: no hosts in \"" + text + "\"");

@@ -22,6 +22,7 @@
 #include <set>
 #include <utility>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
@@ -125,9 +126,10 @@ using Hosts = std::vector<std::pair<std::string, SocketAddress>>;
 
 // A secret from a file: its bytes, trailing whitespace removed; at least 16 bytes.
 Result<Secret> ReadSecretFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Failure{"no_secret", "cannot read secret file " + path};
-  Secret secret(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>{});
+  // A regular file, owner-only (like an OpenSSH private key), small.
+  const auto text = ReadBoundedFile(path, "probes.net.secret_file", kMaxSecretFileBytes, FileAccess::kOwnerOnly);
+  if (!text) return Failure{"no_secret", text.error()};
+  Secret secret(text->begin(), text->end());
   while (!secret.empty() && std::isspace(secret.back())) secret.pop_back();
   if (secret.size() < 16) return Failure{"no_secret", "secret file " + path + " holds fewer than 16 bytes"};
   return secret;

@@ -43,6 +43,7 @@ class TokenFileTest : public ::testing::Test {
   std::filesystem::path Write(const std::string& content) {
     const auto path = dir_ / "token";
     std::ofstream(path) << content;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     return path;
   }
   std::filesystem::path dir_;
@@ -57,7 +58,7 @@ TEST_F(TokenFileTest, TrimsSurroundingWhitespace) {
 TEST_F(TokenFileTest, MissingEmptyOrSpacedTokensAreErrors) {
   const auto missing = ReadApiToken(dir_ / "nope");
   ASSERT_FALSE(missing);
-  EXPECT_THAT(missing.error(), HasSubstr("api.token_file: cannot read"));
+  EXPECT_THAT(missing.error(), HasSubstr("api.token_file: \"" + (dir_ / "nope").string() + "\": cannot read"));
   const auto empty = ReadApiToken(Write(" \n"));
   ASSERT_FALSE(empty);
   EXPECT_THAT(empty.error(), HasSubstr("is empty"));
