@@ -3,6 +3,13 @@
 // ParseFullRunRequest and every probe's option validation). Nothing may
 // crash or throw, the answer must be a 4xx with a JSON {"error": "..."}, and
 // options that parsed once must parse again as the run's record keeps them.
+// Each input is handled on a thread with the stack of a CivetWeb worker
+// (Debian's libcivetweb is built with USE_STACK_SIZE=102400, and hostperf
+// does not change it; tests/exporter/http/worker_stack_test.cc checks that),
+// so that recursion a worker cannot afford crashes here too (issue 21: ~870
+// levels of nesting in options.<probe> overflowed a worker).
+#include <pthread.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +23,7 @@
 #include <vector>
 
 #include "hostperf/base/clock.h"
+#include "hostperf/base/files.h"
 #include "hostperf/config/units.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/runs/full_run.h"
@@ -55,6 +63,8 @@ struct Api {
 // The record keeps the options and the duration as given; parsed again, they
 // must still pass.
 void CheckRevalidates(const std::string& body) {
+  // Refused before parsing (the answer was a 4xx): nothing was kept.
+  if (!hostperf::JsonDepthError(body).empty()) return;
   const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return;
   const auto request = ParseFullRunRequest(parsed);
@@ -78,7 +88,38 @@ void CheckRevalidates(const std::string& body) {
 
 }  // namespace
 
+// The stack size of CivetWeb's worker threads.
+constexpr std::size_t kWorkerStackBytes = 102400;
+
+void HandleOne(const std::uint8_t* data, std::size_t size);
+
+struct Input {
+  const std::uint8_t* data;
+  std::size_t size;
+};
+
+void* RunOnWorkerStack(void* arg) {
+  const auto* input = static_cast<const Input*>(arg);
+  HandleOne(input->data, input->size);
+  return nullptr;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Input input{data, size};
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, kWorkerStackBytes) != 0) std::abort();
+  pthread_t thread;
+  if (pthread_create(&thread, &attr, RunOnWorkerStack, &input) != 0) std::abort();
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  return 0;
+}
+
+namespace {
+
+void HandleOne(const std::uint8_t* data, std::size_t size) {
   static Api api;  // lives for the whole process, like the daemon's
   HttpRequest request;
   request.method = "POST";
@@ -91,5 +132,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const json answer = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (!answer.is_object() || !answer.contains("error") || !answer["error"].is_string()) std::abort();
   CheckRevalidates(request.body);
-  return 0;
 }
+
+}  // namespace

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -26,6 +28,7 @@ std::string Where(const std::string& host, std::uint16_t port) {
 // The peer's {"error": "..."} text, else the body itself (shortened).
 std::string ErrorText(const HttpReply& reply) {
   try {
+    if (!JsonDepthError(reply.body, kMaxStoredJsonDepth).empty()) return reply.body.substr(0, 200);
     const json body = json::parse(reply.body);
     if (body.is_object() && body.contains("error") && body["error"].is_string()) return body["error"];
   } catch (const json::exception&) {
@@ -102,7 +105,8 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
   }
   std::string id;
   try {
-    const json accepted = json::parse(submitted->body);
+    const json accepted = JsonDepthError(submitted->body, kMaxStoredJsonDepth).empty() ? json::parse(submitted->body)
+                                                                                       : json(json::value_t::discarded);
     if (status == 202 && accepted.is_object() && accepted.contains("id") && accepted["id"].is_string()) {
       id = accepted["id"];
     }
@@ -135,7 +139,8 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
     transport_failures = 0;
     json run;
     try {
-      run = json::parse(polled->body);
+      // A peer's record embeds its request a few levels down; deeper is refused.
+      if (JsonDepthError(polled->body, kMaxStoredJsonDepth).empty()) run = json::parse(polled->body);
     } catch (const json::exception&) {
     }
     if (polled->status != 200 || !run.is_object()) {

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -64,6 +66,9 @@ Result<json> CalendarRunBody(const config::FullRunsConfig& calendar) {
   if (!calendar.options_json.empty()) {
     json options = json::object();
     for (const auto& [probe, text] : calendar.options_json) {
+      if (const std::string deep = JsonDepthError(text); !deep.empty()) {
+        return Result<json>::Error("bad_config", "full_runs.options." + probe + ": " + deep);
+      }
       json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (parsed.is_discarded()) return Result<json>::Error("bad_config", "full_runs.options." + probe + ": not JSON");
       options[probe] = std::move(parsed);

@@ -5,6 +5,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -118,6 +120,12 @@ HttpResponse RunApi::Handle(const HttpRequest& request) {
 HttpResponse RunApi::Submit(const HttpRequest& request) {
   if (request.body.size() > kMaxRunBodyBytes) {
     return Error(413, "body larger than " + std::to_string(kMaxRunBodyBytes) + " bytes");
+  }
+  // Checked before parsing: copying or printing a deeply nested value
+  // recurses, and CivetWeb's worker threads have 100 KiB stacks (about 870
+  // levels inside options.<probe> overflowed one).
+  if (const std::string deep = JsonDepthError(request.body); !deep.empty()) {
+    return Error(400, "the body is not acceptable JSON: " + deep);
   }
   json body;
   try {
