@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -121,48 +123,128 @@ sigset_t BlockHandledSignals() {
   return signals;
 }
 
-// SIGHUP reloads the config and the web config; SIGTERM and SIGINT stop the
-// daemon and end the thread.
-std::thread StartSignalThread(sigset_t signals, exporter::Daemon& daemon, exporter::WebSecurity* web_security) {
-  return std::thread([&daemon, web_security, signals] {
+// What the signal thread, the reload thread and main() share. Signals are
+// handled from the first moment (before the daemon starts, which reads files
+// that may block), and a reload never runs on the signal thread, so SIGTERM
+// is acted on at every stage.
+class Lifecycle {
+ public:
+  // How long a stop waits for a start-up or a reload stuck in a read (a hung
+  // NFS mount) before the process exits without it.
+  static constexpr std::chrono::seconds kStuckGrace{5};
+
+  // The signal thread: SIGHUP queues a reload, SIGTERM/SIGINT stop.
+  void HandleSignals(sigset_t signals) {
     for (;;) {
       int signo = 0;
       if (sigwait(&signals, &signo) != 0) continue;
+      std::unique_lock lock(mu_);
       if (signo == SIGHUP) {
-        spdlog::info("SIGHUP: reloading config");
-        (void)daemon.Reload();
-        if (web_security) (void)web_security->Reload();
+        if (daemon_ == nullptr) {
+          spdlog::info("SIGHUP during start-up: ignored (the config being loaded is the current file)");
+          continue;
+        }
+        reload_pending_ = true;
+        cv_.notify_all();
         continue;
       }
-      spdlog::info("{}: stopping", signo == SIGTERM ? "SIGTERM" : "SIGINT");
-      daemon.Shutdown();
+      const char* name = signo == SIGTERM ? "SIGTERM" : "SIGINT";
+      stop_ = true;
+      cv_.notify_all();
+      if (daemon_ != nullptr) {
+        spdlog::info("{}: stopping", name);
+        daemon_->Shutdown();
+        return;
+      }
+      if (started_) return;  // start-up failed: main() returns on its own
+      spdlog::info("{} during start-up: stopping", name);
+      // Start-up ends on its own (then stops at once) unless it is stuck.
+      if (!cv_.wait_for(lock, kStuckGrace, [this] { return started_; })) {
+        spdlog::error("{} during start-up: start-up is blocked (reading a file?); exiting without it", name);
+        spdlog::default_logger()->flush();
+        std::_Exit(128 + signo);
+      }
+      if (daemon_ != nullptr) daemon_->Shutdown();
       return;
     }
-  });
-}
+  }
+
+  // The reload thread: runs queued reloads until stopped.
+  void RunReloads(exporter::WebSecurity* web_security) {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || reload_pending_; });
+      if (stop_) return;
+      reload_pending_ = false;
+      reloading_ = true;
+      exporter::Daemon* daemon = daemon_;
+      lock.unlock();
+      spdlog::info("SIGHUP: reloading config");
+      (void)daemon->Reload();
+      if (web_security) (void)web_security->Reload();
+      lock.lock();
+      reloading_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  // Start-up ended: `daemon` serves, or null when it failed. False when a
+  // stop came during start-up.
+  bool Started(exporter::Daemon* daemon) {
+    std::lock_guard lock(mu_);
+    started_ = true;
+    daemon_ = daemon;
+    cv_.notify_all();
+    return !stop_;
+  }
+
+  // After Run(): ends the reload thread; false when a reload is stuck in a
+  // read, which the caller must not wait for.
+  bool StopReloads() {
+    std::unique_lock lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+    return cv_.wait_for(lock, kStuckGrace, [this] { return !reloading_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  exporter::Daemon* daemon_ = nullptr;
+  bool started_ = false;
+  bool stop_ = false;
+  bool reload_pending_ = false;
+  bool reloading_ = false;
+};
 
 // Starts the daemon and serves until a signal stops it; the exit code.
 int Serve(exporter::DaemonOptions options, config::Config config) {
   const sigset_t signals = BlockHandledSignals();
   const std::shared_ptr<exporter::WebSecurity> web_security = options.web_security;
+  // Never freed: the detached signal thread may still wait in sigwait() when
+  // main() returns.
+  Lifecycle& lifecycle = *new Lifecycle;
+  std::thread([&lifecycle, signals] { lifecycle.HandleSignals(signals); }).detach();
   auto daemon = exporter::Daemon::Create(std::move(options), std::make_shared<const config::Config>(std::move(config)),
                                          exporter::MakeSystemdNotifier());
   if (!daemon) {
+    (void)lifecycle.Started(nullptr);
     spdlog::error("{}", daemon.error());
     return 1;
   }
   exporter::Daemon& d = *daemon.value();
+  if (!lifecycle.Started(&d)) d.Shutdown();  // stopped during start-up: Run() returns at once
   if (web_security) web_security->StartWatching(std::chrono::seconds(2));
-  std::thread signal_thread = StartSignalThread(signals, d, web_security.get());
+  std::thread reload_thread([&lifecycle, &web_security] { lifecycle.RunReloads(web_security.get()); });
   const int code = d.Run();
-  if (code != 0) {
-    // A probe ignored cancellation and still runs: do not wait on it.
-    spdlog::error("exiting without cleanup of an abandoned probe");
+  const bool reloads_done = lifecycle.StopReloads();
+  if (code != 0 || !reloads_done) {
+    // A probe ignored cancellation, or a reload is stuck reading a file: do not wait on it.
+    spdlog::error("exiting without cleanup of {}", code != 0 ? "an abandoned probe" : "a reload blocked on a file");
     spdlog::default_logger()->flush();
     std::_Exit(0);
   }
-  // Run() also returns on its own only after Shutdown(), so the signal thread is done or about to be.
-  signal_thread.join();
+  reload_thread.join();
   daemon.value().reset();
   return 0;
 }
