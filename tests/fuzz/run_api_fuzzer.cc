@@ -86,8 +86,6 @@ void CheckRevalidates(const std::string& body) {
   }
 }
 
-}  // namespace
-
 // The stack size of CivetWeb's worker threads.
 constexpr std::size_t kWorkerStackBytes = 102400;
 
