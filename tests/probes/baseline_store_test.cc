@@ -136,6 +136,16 @@ TEST_F(BaselineStoreTest, CorruptFileIsTreatedAsEmpty) {
   EXPECT_DOUBLE_EQ(ReadJson(dir_ / "cpu_baselines.json")["fp1"]["baseline_cpu_seconds"].get<double>(), 0.030);
 }
 
+// Issue 21: nested deeper than kMaxStoredJsonDepth is corrupt, not built.
+TEST_F(BaselineStoreTest, DeeplyNestedFileIsTreatedAsCorrupt) {
+  fs::create_directories(dir_);
+  WriteText(dir_ / "cpu_baselines.json",
+            R"({"fp1": {"baseline_cpu_seconds": 0.05, "x": )" + std::string(5000, '[') + std::string(5000, ']') + "}}");
+  BaselineStore store = MakeStore(dir_);
+  EXPECT_FALSE(store.Get("fp1", Calibrating(1)).seconds.has_value());
+  EXPECT_TRUE(fs::exists(dir_ / "cpu_baselines.json.corrupt"));
+}
+
 TEST_F(BaselineStoreTest, MalformedEntriesAreDroppedOrCleaned) {
   fs::create_directories(dir_);
   WriteText(dir_ / "cpu_baselines.json", R"({

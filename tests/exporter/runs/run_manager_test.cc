@@ -437,6 +437,18 @@ TEST_F(RunManagerTest, CorruptHistoryIsMovedAsideAndAFreshOneStarted) {
   EXPECT_TRUE(std::filesystem::exists(dir_.path() / "runs.json.corrupt"));
 }
 
+// Issue 21: a history nested deeper than kMaxStoredJsonDepth is corrupt, not
+// built (copying such a value recurses); an accepted request's depth fits.
+TEST_F(RunManagerTest, DeeplyNestedHistoryIsMovedAside) {
+  {
+    std::ofstream(history_file()) << R"({"runs": [{"id": "r-20260101T000000Z-1", "state": "succeeded", "options": )"
+                                  << std::string(5000, '[') << std::string(5000, ']') << "}]}";
+  }
+  auto manager = Make();
+  EXPECT_TRUE(manager->Recent(10).empty());
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "runs.json.corrupt"));
+}
+
 TEST_F(RunManagerTest, LastFullRunReachesTheMetrics) {
   auto manager = Make();
   const auto metrics = manager->Metrics();
