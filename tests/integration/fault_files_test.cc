@@ -69,6 +69,12 @@ TEST(FilesFault, DeeplyNestedRunRequestIsRefusedAndTheDaemonKeepsServing) {
     EXPECT_EQ(reply.status, 400) << reply.body << daemon.process().Stderr();
     EXPECT_THAT(reply.body, HasSubstr("nested deeper than 64 levels")) << reply.body;
   }
+  // Deeper, within the 16 KiB body cap: this overflowed a worker of the old
+  // code in this RelWithDebInfo build too (870 levels did in the issue's).
+  const std::string deeper =
+      R"({"probes":["cpu"],"options":{"cpu":)" + std::string(8000, '[') + std::string(8000, ']') + "}}";
+  const HttpReply deep = daemon.Call("POST", "/api/v1/runs", kToken, deeper);
+  EXPECT_EQ(deep.status, 400) << deep.body << daemon.process().Stderr();
   // Other depths in other places get the same answer.
   const HttpReply top = daemon.Call("POST", "/api/v1/runs", kToken, std::string(5000, '[') + std::string(5000, ']'));
   EXPECT_EQ(top.status, 400) << top.body;
