@@ -83,5 +83,20 @@ TEST_F(StateFileTest, ReadingRefusesFifosAndOversizedFiles) {
   EXPECT_EQ(ReadWholeFile(victim()).value_or(""), "precious\n");
 }
 
+TEST_F(StateFileTest, StaleTemporariesOfACrashAreRemovedNotFollowed) {
+  std::ofstream(fs::path(target()).concat(".tmp.Ab3dEf6hIj9k")) << "half\n";
+  std::ofstream(fs::path(target()).concat(".tmp")) << "old style\n";
+  fs::create_symlink(victim(), fs::path(target()).concat(".tmp.link"));
+  std::ofstream(dir_.path() / "runs.json.other") << "kept\n";
+  std::ofstream(target()) << "current\n";
+  RemoveStaleTemporaries(target());
+  std::vector<std::string> entries;
+  for (const auto& entry : fs::directory_iterator(dir_.path())) entries.push_back(entry.path().filename());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"runs.json", "runs.json.other", "victim"}));
+  EXPECT_EQ(Slurp(victim()), "precious\n");
+  EXPECT_EQ(Slurp(target()), "current\n");
+}
+
 }  // namespace
 }  // namespace hostperf::probes

@@ -216,6 +216,7 @@ std::string RunManager::NewIdLocked() {
 
 void RunManager::LoadHistory() {
   if (options_.history_file.empty()) return;
+  probes::RemoveStaleTemporaries(options_.history_file);  // a crash mid-write
   const auto text = probes::ReadWholeFile(options_.history_file);
   if (!text) return;  // first start
   // A file nested too deep is refused before it is built (as corrupt).

@@ -78,4 +78,14 @@ std::error_code WriteFileAtomically(const std::filesystem::path& path, const std
   return {};
 }
 
+void RemoveStaleTemporaries(const std::filesystem::path& path) {
+  const std::string prefix = path.filename().string() + ".tmp";
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(path.parent_path(), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == prefix || name.rfind(prefix + ".", 0) == 0) ::unlink(it->path().c_str());  // unlink: never follows
+  }
+}
+
 }  // namespace hostperf::probes

@@ -67,6 +67,7 @@ BaselineStore::BaselineStore(fs::path state_directory, WallClock wall_clock)
 
 void BaselineStore::Load() {
   if (directory_.empty()) return;  // no state directory: in memory only
+  RemoveStaleTemporaries(path_);   // a crash mid-write
   std::error_code ec;
   if (!fs::exists(path_, ec)) return;  // first start: nothing calibrated yet
   const auto text = ReadWholeFile(path_);

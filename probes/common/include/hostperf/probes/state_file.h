@@ -24,4 +24,9 @@ std::error_code WriteFileAtomically(const std::filesystem::path& path, const std
 std::error_code WriteFileAtomically(const std::filesystem::path& path, const std::string& text,
                                     const std::function<std::string()>& suffix);
 
+// Removes what an interrupted WriteFileAtomically(path, ...) left beside
+// `path`: `<path>.tmp.<suffix>` and the old fixed `<path>.tmp` (links
+// themselves, never their targets). For start-up, before any write to `path`.
+void RemoveStaleTemporaries(const std::filesystem::path& path);
+
 }  // namespace hostperf::probes
