@@ -313,7 +313,7 @@ TEST(DiskDaemon, AFailingDirectoryDropsItsFiguresAndCountsItsOwnReason) {
                                         "[probes.cpu]\nenabled = false\n"
                                         "[probes.memory]\nenabled = false\n"
                                         "[probes.net]\nenabled = false\n"
-                                        "[probes.disk]\ninterval = \"2s\"\ntimeout = \"3s\"\n"
+                                        "[probes.disk]\ninterval = \"2s\"\ntimeout = \"2s\"\n"
                                         "directories = [\"" +
                                         a + "\", \"" + b +
                                         "\"]\n"
