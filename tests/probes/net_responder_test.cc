@@ -505,30 +505,12 @@ TEST_F(NetResponderTest, TricklingReplayedHellosDoNotLockOutAGenuineHello) {
 }
 
 std::vector<std::uint8_t> LegacyHello(const Secret& secret) {
-  std::vector<std::uint8_t> bytes = {0x48,
-                                     0x50,
-                                     0x4e,
-                                     0x54,
-                                     /*version*/ 1,
-                                     /*hello*/ 1,
-                                     0,
-                                     0,
-                                     0,
-                                     0,
-                                     0,
-                                     9,
-                                     /*length*/ 0,
-                                     8,
-                                     0,
-                                     0,
-                                     1,
-                                     0,
-                                     0,
-                                     0,
-                                     0,
-                                     0,
-                                     0,
-                                     0};
+  // magic "HPNT", version 1, hello, reserved, session 9, length 8, reserved;
+  // payload: version 1, zeros.
+  const std::uint8_t header[] = {0x48, 0x50, 0x4e, 0x54, 1, 1, 0, 0, 0, 0, 0, 9, 0, 8, 0, 0};
+  std::vector<std::uint8_t> bytes(std::begin(header), std::end(header));
+  bytes.push_back(1);
+  bytes.resize(kHeaderSize + 8);
   bytes.resize(bytes.size() + kMacSize);
   unsigned int length = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), bytes.data(), kHeaderSize + 8,
