@@ -308,6 +308,12 @@ class DiskProbe final : public Probe {
       // very first run (a series first scraped at 1 has no increase).
       verify_errors_.Add({{"directory", path}});
       directory_success_.Add({{"directory", path}});
+      // At 0 for every reason from start-up, as hostperf_probe_failures_total:
+      // increase() then sees a directory's first failure.
+      for (const std::string_view reason : kModule.failure_reasons) {
+        directory_failures_.Add({{"directory", path}, {"reason", std::string(reason)}});
+        failure_reasons_.emplace(path, std::string(reason));
+      }
       published_.insert(path);
     }
   }
