@@ -525,6 +525,96 @@ FloodResult UdpFlood(std::uint16_t port, int sources, int per_second, std::chron
   return result;
 }
 
+// Reads one message from a stream (header, then payload and MAC) and
+// decodes it under `binding`.
+std::optional<net::Message> ReadMessage(int fd, const net::Secret& secret, std::span<const std::uint8_t> binding) {
+  std::vector<std::uint8_t> buffer(net::kHeaderSize);
+  const auto deadline = Clock::now() + 3s;
+  const auto read = [&](std::size_t from) {
+    while (from < buffer.size()) {
+      if (!net::WaitFd(fd, POLLIN, deadline)) return false;
+      const ssize_t n = ::recv(fd, buffer.data() + from, buffer.size() - from, 0);
+      if (n <= 0) return false;
+      from += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  if (!read(0)) return std::nullopt;
+  const std::size_t length = (static_cast<std::size_t>(buffer[12]) << 8) | buffer[13];
+  buffer.resize(net::kHeaderSize + length + net::kMacSize);
+  if (!read(net::kHeaderSize)) return std::nullopt;
+  return net::Decode(buffer, secret, binding).message;
+}
+
+// Issue 21, defect 2, against the daemon: a genuine peer's hello and session
+// start, captured on the wire and replayed byte for byte by someone without
+// the secret, kept every genuine peer BUSY for up to 70 s per replay. Now the
+// replayed start fails its HMAC (it is signed over the first connection's
+// nonces), no session starts, and a genuine peer's session is accepted.
+TEST_F(NetFaultTest, ACapturedSessionReplayedIsRefusedAndKeepsNobodyBusy) {
+  const std::uint16_t port = FreeLoopbackPort();
+  Daemon responder(dir_, Responder("responder", port));
+  ASSERT_GT(responder.HttpPort(), 0);
+  const auto to = *net::ParseNumericAddress("127.0.0.1", port);
+  const net::Secret secret = SharedSecret();
+  // The genuine exchange, and what went over the wire from the client.
+  std::vector<std::uint8_t> wire;
+  {
+    auto connected = net::ConnectTcp(to, Clock::now() + 5s);
+    ASSERT_TRUE(connected) << connected.error();
+    const net::Fd fd = std::move(connected).value();
+    net::Message hello;
+    hello.type = net::MessageType::kHello;
+    hello.hello.nonce = net::RandomNonce();
+    const auto hello_bytes = net::Encode(hello, secret);
+    ASSERT_TRUE(net::WriteAll(fd.get(), hello_bytes.data(), hello_bytes.size(), Clock::now() + 2s));
+    const auto ack = ReadMessage(fd.get(), secret, hello.hello.nonce);
+    ASSERT_TRUE(ack && ack->type == net::MessageType::kHelloAck);
+    const auto binding = net::SessionBinding(hello.hello.nonce, ack->hello.nonce);
+    net::Message start;
+    start.type = net::MessageType::kSessionStart;
+    start.start.test = net::ThroughputTest::kTcp;
+    start.start.duration_ms = 60000;  // what an attacker wants to replay: the longest session
+    const auto start_bytes = net::Encode(start, secret, binding);
+    ASSERT_TRUE(net::WriteAll(fd.get(), start_bytes.data(), start_bytes.size(), Clock::now() + 2s));
+    const auto accept = ReadMessage(fd.get(), secret, binding);
+    ASSERT_TRUE(accept && accept->type == net::MessageType::kAccept);
+    ::shutdown(fd.get(), SHUT_WR);  // the genuine session ends at once
+    const auto results = ReadMessage(fd.get(), secret, binding);
+    ASSERT_TRUE(results && results->type == net::MessageType::kResults);
+    wire.insert(wire.end(), hello_bytes.begin(), hello_bytes.end());
+    wire.insert(wire.end(), start_bytes.begin(), start_bytes.end());
+  }
+  const std::string before = responder.Metrics();
+  const std::string starts = "hostperf_net_responder_requests_total{type=\"session_start\"}";
+
+  // Replayed, three times, each then trickling as a streaming client would.
+  std::vector<net::Fd> replays;
+  for (int i = 0; i < 3; ++i) {
+    auto connected = net::ConnectTcp(to, Clock::now() + 5s);
+    ASSERT_TRUE(connected) << connected.error();
+    replays.push_back(std::move(connected).value());
+    ASSERT_TRUE(net::WriteAll(replays.back().get(), wire.data(), wire.size(), Clock::now() + 2s));
+  }
+  ASSERT_TRUE(responder.WaitFor(
+      [&](const std::string& m) { return Dropped(m, "bad_hmac") >= Dropped(before, "bad_hmac") + 3; }, 10s))
+      << responder.Metrics();
+  std::this_thread::sleep_for(200ms);  // counted just before the close
+  for (const net::Fd& fd : replays) {
+    const std::uint8_t byte = 0x5a;
+    (void)!::send(fd.get(), &byte, 1, MSG_NOSIGNAL);
+    EXPECT_TRUE(ServerClosed(fd.get())) << "a replayed session is closed";
+  }
+  const std::string after = responder.Metrics();
+  EXPECT_EQ(Value(after, starts), Value(before, starts)) << "no replayed session start was taken as a request";
+  // A genuine peer is not kept busy.
+  net::ThroughputOptions throughput;
+  throughput.duration = 100ms;
+  const auto session = net::RunThroughput(to, throughput, secret, [] { return false; });
+  EXPECT_EQ(session.outcome, net::SessionOutcome::kOk) << session.error;
+  EXPECT_EQ(Dropped(responder.Metrics(), "busy"), Dropped(before, "busy"));
+}
+
 // Issue 21, defect 3: the CPU budget was charged with the whole process's
 // CPU time, so ~30 s of scrapes or ~45 s of junk UDP at the responder spent
 // it and scheduled probes were skipped (budget_exhausted) for the rest of the
