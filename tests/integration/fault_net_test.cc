@@ -615,6 +615,58 @@ TEST_F(NetFaultTest, ACapturedSessionReplayedIsRefusedAndKeepsNobodyBusy) {
   EXPECT_EQ(Dropped(responder.Metrics(), "busy"), Dropped(before, "busy"));
 }
 
+// Issue 21, defect 2, the slots, against the daemon: 64 connections
+// replaying a captured hello and trickling a byte every 10 s held every slot
+// past the idle timeout, and genuine hellos were refused. Now a connection
+// that has not proven itself is evicted for a new one and closed 5 s after
+// its accept whatever it sends (here a byte every 500 ms).
+TEST_F(NetFaultTest, TricklingReplayedHellosDoNotLockOutGenuinePeers) {
+  const std::uint16_t port = FreeLoopbackPort();
+  Daemon responder(dir_, Responder("responder", port));  // max_connections = 64
+  ASSERT_GT(responder.HttpPort(), 0);
+  const auto to = *net::ParseNumericAddress("127.0.0.1", port);
+  net::Message hello;
+  hello.type = net::MessageType::kHello;
+  hello.hello.nonce = net::RandomNonce();
+  const auto captured = net::Encode(hello, SharedSecret());
+  const auto from = *net::ParseNumericAddress("127.3.0.1", 0);  // the attacker's own address
+  std::vector<net::Fd> held;
+  for (int i = 0; i < 64; ++i) {
+    net::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::bind(fd.get(), from.get(), from.length), 0);
+    ASSERT_EQ(::connect(fd.get(), to.get(), to.length), 0);
+    ASSERT_TRUE(net::WriteAll(fd.get(), captured.data(), captured.size(), Clock::now() + 2s));
+    held.push_back(std::move(fd));
+  }
+  const std::string hellos = "hostperf_net_responder_requests_total{type=\"hello\"}";
+  ASSERT_TRUE(responder.WaitFor([&](const std::string& m) { return Value(m, hellos) >= 64; }, 10s))
+      << responder.Metrics();
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    const std::uint8_t byte = 0x48;  // never a whole message
+    while (!stop.load()) {
+      for (const net::Fd& fd : held) (void)!::send(fd.get(), &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(500ms);
+    }
+  });
+  // The table is full of replayed hellos: a genuine peer still gets in.
+  const auto genuine = net::Hello(to, SharedSecret(), 2s);
+  EXPECT_TRUE(genuine) << genuine.error();
+  net::ThroughputOptions throughput;
+  throughput.duration = 100ms;
+  const auto session = net::RunThroughput(to, throughput, SharedSecret(), [] { return false; });
+  EXPECT_EQ(session.outcome, net::SessionOutcome::kOk) << session.error;
+  // And none of them outlives the handshake deadline, trickle or not.
+  const auto until = Clock::now() + 10s;
+  const auto all_closed = [&] {
+    return std::all_of(held.begin(), held.end(), [](const net::Fd& fd) { return ServerClosed(fd.get()); });
+  };
+  while (!all_closed() && Clock::now() < until) std::this_thread::sleep_for(250ms);
+  stop.store(true);
+  trickle.join();
+  EXPECT_TRUE(all_closed()) << "replayed hellos held their slots";
+}
+
 // Issue 21, defect 3: the CPU budget was charged with the whole process's
 // CPU time, so ~30 s of scrapes or ~45 s of junk UDP at the responder spent
 // it and scheduled probes were skipped (budget_exhausted) for the rest of the
