@@ -564,8 +564,14 @@ class DiskProbe final : public Probe {
     // so that the start-up after a crash cleans this directory too, whether
     // configured or not; the record goes after the files (declared first,
     // destroyed last).
-    auto record = RunRecord::Create(state_directory_, path, workload_options.run_id);
-    if (!record.ok()) {
+    // (A CLI run without a state directory on this host creates none.)
+    std::error_code ec;
+    const bool have_state = !state_directory_.empty() && std::filesystem::is_directory(state_directory_, ec);
+    auto record = have_state ? RunRecord::Create(state_directory_, path, workload_options.run_id)
+                             : Result<std::unique_ptr<RunRecord>>(Failure{"bad_directory", "no state directory"});
+    if (!record.ok() && !have_state) {
+      spdlog::debug("disk probe: no state directory {} to record {} in", state_directory_.string(), path);
+    } else if (!record.ok()) {
       spdlog::warn(
           "disk probe: cannot record {} in the state directory ({}); a crash now would leave its scratch "
           "files for an operator to remove",
