@@ -297,6 +297,139 @@ TEST(DiskDaemon, ReloadDropsARemovedDirectorysSeries) {
   EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
 }
 
+// Issue 21, gap: a directory whose runs all fail kept its last good
+// throughput, and only the first failing directory's reason was counted.
+// Now each directory has its own success, its own reasons, and no stale
+// figures.
+TEST(DiskDaemon, AFailingDirectoryDropsItsFiguresAndCountsItsOwnReason) {
+  TempDir dir;
+  const std::string a = dir.path() + "/a";
+  const std::string b = dir.path() + "/b";
+  fs::create_directory(a);
+  fs::create_directory(b);
+  Daemon daemon(dir.Write("c.toml", "state_directory = \"" + dir.path() +
+                                        "/state\"\n"
+                                        "[scheduler]\nfirst_run_splay = \"1s\"\n"
+                                        "[probes.cpu]\nenabled = false\n"
+                                        "[probes.memory]\nenabled = false\n"
+                                        "[probes.net]\nenabled = false\n"
+                                        "[probes.disk]\ninterval = \"2s\"\ntimeout = \"2s\"\n"
+                                        "directories = [\"" +
+                                        a + "\", \"" + b +
+                                        "\"]\n"
+                                        "bytes_per_run = \"512kb\"\nmax_buffer_size = \"64kb\"\nreserve = \"1kb\"\n"
+                                        "disable_direct_io = true\n"));
+  const std::string label_a = "directory=\"" + a + "\"";
+  const std::string label_b = "directory=\"" + b + "\"";
+  const std::string read_b = "hostperf_disk_throughput_bytes_per_second{" + label_b + ",test=\"Read\"}";
+  ASSERT_TRUE(daemon.WaitFor(read_b, 1, seconds(60))) << daemon.process().Stderr();
+  EXPECT_EQ(Sample(daemon.Metrics(), "hostperf_disk_directory_success{" + label_b + "}"), 1.0);
+
+  fs::remove_all(b);  // b fails from now on (bad_directory); a keeps working
+  const std::string failed_b = "hostperf_disk_directory_failures_total{" + label_b + ",reason=\"bad_directory\"}";
+  ASSERT_TRUE(daemon.WaitFor(failed_b, 1, seconds(60))) << daemon.process().Stderr();
+  std::string m = daemon.Metrics();
+  EXPECT_EQ(Sample(m, "hostperf_disk_directory_success{" + label_b + "}"), 0.0);
+  EXPECT_EQ(Sample(m, read_b), std::nullopt) << "no stale figure for the failing directory";
+  EXPECT_THAT(m, Not(HasSubstr("hostperf_disk_seeks_per_second{" + label_b)));
+  EXPECT_EQ(Sample(m, "hostperf_disk_directory_success{" + label_a + "}"), 1.0);
+  EXPECT_GT(Sample(m, "hostperf_disk_throughput_bytes_per_second{" + label_a + ",test=\"Read\"}").value_or(0), 0);
+
+  // Both fail: each directory's reason is counted, not only the first's.
+  fs::remove_all(a);
+  const std::string failed_a = "hostperf_disk_directory_failures_total{" + label_a + ",reason=\"bad_directory\"}";
+  ASSERT_TRUE(daemon.WaitFor(failed_a, 1, seconds(60))) << daemon.process().Stderr();
+  const double b_before = Sample(daemon.Metrics(), failed_b).value_or(0);
+  const double a_before = Sample(daemon.Metrics(), failed_a).value_or(0);
+  ASSERT_TRUE(daemon.WaitFor(failed_a, a_before + 1, seconds(60)));
+  m = daemon.Metrics();
+  EXPECT_GT(Sample(m, failed_b).value_or(0), b_before) << "b (the second directory) is counted too";
+  EXPECT_EQ(Sample(m, "hostperf_disk_directory_success{" + label_a + "}"), 0.0);
+  EXPECT_EQ(Sample(m, "hostperf_disk_throughput_bytes_per_second{" + label_a + ",test=\"Read\"}"), std::nullopt);
+  daemon.process().Signal(SIGTERM);
+  EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
+}
+
+std::vector<std::string> ScratchFiles(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& name : Files(dir)) {
+    if (name.rfind("hostperf-disk-", 0) == 0) names.push_back(name);
+  }
+  return names;
+}
+
+// Issue 21, defect 6: after kill -9 during a full run into a directory that
+// is not in probes.disk.directories, its scratch files survived restarts.
+// Now every run records its directory in the state directory before it
+// writes, and the next start-up cleans it. A leftover whose pid now belongs
+// to a live unrelated process (pid reuse after a reboot) is still ours: the
+// record names the boot and the process start time too.
+TEST(DiskDaemon, KillDuringAFullRunElsewhereLeavesNothingAfterRestart) {
+  TempDir dir;
+  const std::string outside = dir.path() + "/outside";
+  const std::string elsewhere = dir.path() + "/elsewhere";
+  fs::create_directory(outside);
+  fs::create_directory(elsewhere);
+  const std::string token = "integration-token-0123456789";
+  const std::string config =
+      dir.Write("c.toml", "state_directory = \"" + dir.path() + "/state\"\n[api]\ntoken_file = \"" +
+                              dir.Write("token", token + "\n") +
+                              "\"\n"
+                              "[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
+                              "[probes.net]\nenabled = false\n"
+                              "[probes.disk]\nenabled = false\nreserve = \"1kb\"\ndirectories = [\"" +
+                              dir.path() + "/configured\"]\n");
+  const nlohmann::json body = {{"probes", {"disk"}},
+                               {"duration", "60s"},
+                               {"options",
+                                {{"disk",
+                                  {{"directories", {outside}},
+                                   {"data_size", "4mb"},
+                                   {"thread_count", 1},
+                                   {"max_buffer_size", "64kb"},
+                                   {"disable_direct_io", true}}}}}};
+  {
+    Daemon daemon(config);
+    const auto reply =
+        HttpRequest(daemon.Port(), "POST", "/api/v1/runs",
+                    {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}}, body.dump());
+    ASSERT_TRUE(reply && reply->status == 202) << (reply ? reply->body : "no reply") << daemon.process().Stderr();
+    bool writing = false;
+    for (int i = 0; i < 300 && !writing; ++i) {
+      writing = !ScratchFiles(outside).empty();
+      if (!writing) std::this_thread::sleep_for(milliseconds(100));
+    }
+    ASSERT_TRUE(writing) << daemon.process().Stderr();
+    daemon.process().Signal(SIGKILL);
+    ASSERT_TRUE(daemon.process().Wait(seconds(20)).has_value());
+  }
+  ASSERT_FALSE(ScratchFiles(outside).empty()) << "the crash left the run's files";
+
+  // A leftover of an earlier boot whose pid is now a live, unrelated process.
+  ChildProcess unrelated("/bin/sleep", {"120"});
+  const std::string pid = std::to_string(unrelated.pid());
+  const std::string ours = "hostperf-disk-" + pid + "-4242-0.dat";
+  const std::string other_run = "hostperf-disk-" + pid + "-777-0.dat";  // not in any record: left alone
+  const std::string preserved = "hostperf-preserved-" + pid + "-4242-1.dat";
+  for (const auto& name : {ours, other_run, preserved}) std::ofstream(elsewhere + "/" + name).flush();
+  fs::create_directories(dir.path() + "/state/disk-runs");
+  std::ofstream(dir.path() + "/state/disk-runs/" + pid + "-4242.run")
+      << "hostperf-disk-run 1\nboot_id 00000000-0000-4000-8000-000000000000\npid " << pid
+      << "\nstart_time 1\nrun_id 4242\ndirectory " << elsewhere << "\n";
+
+  Daemon restarted(config);
+  ASSERT_GT(restarted.Port(), 0) << restarted.process().Stderr();  // start-up done
+  EXPECT_THAT(ScratchFiles(outside), ::testing::IsEmpty()) << restarted.process().Stderr();
+  const auto left = Files(elsewhere);
+  EXPECT_THAT(left, Not(::testing::Contains(ours))) << "pid reused by a live process, still ours";
+  EXPECT_THAT(left, ::testing::Contains(other_run));
+  EXPECT_THAT(left, ::testing::Contains(preserved)) << "preserve_files keeps its files";
+  EXPECT_TRUE(Files(dir.path() + "/state/disk-runs").empty()) << "records of cleaned runs are removed";
+  unrelated.Signal(SIGKILL);
+  restarted.process().Signal(SIGTERM);
+  EXPECT_EQ(restarted.process().Wait(seconds(20)), 0);
+}
+
 // A size-limited tmpfs: the free-space guard skips with no_space, nothing is
 // left behind, and the daemon keeps serving.
 TEST(DiskDaemon, SmallFileSystemGivesNoSpace) {

@@ -52,6 +52,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr auto kPatience = seconds(60);  // upper bound of every wait; runs come every 3 s
 
@@ -403,12 +404,21 @@ TEST(DiskFault, DirectoryBecomesReadOnlyMidRun) {
   EXPECT_EQ(rig.OtherFailures("permission_denied"), 0);
   const double failures = rig.daemon.Value(Failures("permission_denied"));
   ASSERT_TRUE(rig.daemon.WaitFor(Failures("permission_denied"), failures + 1, kPatience));
+  // Issue 21: the read-only directory's own success is 0, its reason is
+  // counted for it, and its last good throughput (205 MB/s before) is gone.
+  const std::string label = "directory=\"" + rig.data + "\"";
+  EXPECT_EQ(rig.daemon.Value("hostperf_disk_directory_success{" + label + "}"), 0);
+  EXPECT_GE(rig.daemon.Value("hostperf_disk_directory_failures_total{" + label + ",reason=\"permission_denied\"}"), 2);
+  EXPECT_THAT(rig.daemon.Metrics(), Not(HasSubstr("hostperf_disk_throughput_bytes_per_second{" + label)));
+  EXPECT_THAT(rig.daemon.Metrics(), Not(HasSubstr("hostperf_disk_seeks_per_second{" + label)));
   rig.ExpectServing();
   EXPECT_THAT(ScratchFilesUnder(loop->mount_point()), ::testing::IsEmpty());
 
   LoopFileSystem::Unmount(rig.data);
   bind.mounted = false;
   ASSERT_TRUE(rig.WaitForSuccess()) << rig.daemon.process().Stderr();
+  EXPECT_EQ(rig.daemon.Value("hostperf_disk_directory_success{" + label + "}"), 1);
+  EXPECT_GT(rig.daemon.Value("hostperf_disk_throughput_bytes_per_second{" + label + ",test=\"Read\"}"), 0);
   rig.StopAndExpectClean(loop->mount_point());
 }
 

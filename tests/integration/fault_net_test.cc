@@ -59,6 +59,7 @@ struct DaemonSpec {
   std::string bind_address = "127.0.0.1";
   bool probing = true;
   std::vector<std::string> prefix;
+  std::string extra;  // more config, appended
 };
 
 DaemonSpec Responder(const std::string& name, std::uint16_t port) {
@@ -92,7 +93,8 @@ class Daemon {
             "\"\nports = [" + std::to_string(spec.port) + "]\nsecret_file = \"" + dir.path() + "/secret\"\npeers = [" +
             peers + "]\npackets_per_cycle = " + std::to_string(kPacketsPerCycle) +
             "\npacket_interval = \"5ms\"\nreply_timeout = \"800ms\"\n"
-            "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\nmax_connections = 64\n");
+            "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\nmax_connections = 64\n" +
+            spec.extra);
     daemon_ = std::make_unique<FaultDaemon>(config, spec.prefix);
   }
 
@@ -523,6 +525,199 @@ FloodResult UdpFlood(std::uint16_t port, int sources, int per_second, std::chron
   return result;
 }
 
+// Reads one message from a stream (header, then payload and MAC) and
+// decodes it under `binding`.
+std::optional<net::Message> ReadMessage(int fd, const net::Secret& secret, std::span<const std::uint8_t> binding) {
+  std::vector<std::uint8_t> buffer(net::kHeaderSize);
+  const auto deadline = Clock::now() + 3s;
+  const auto read = [&](std::size_t from) {
+    while (from < buffer.size()) {
+      if (!net::WaitFd(fd, POLLIN, deadline)) return false;
+      const ssize_t n = ::recv(fd, buffer.data() + from, buffer.size() - from, 0);
+      if (n <= 0) return false;
+      from += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  if (!read(0)) return std::nullopt;
+  const std::size_t length = (static_cast<std::size_t>(buffer[12]) << 8) | buffer[13];
+  buffer.resize(net::kHeaderSize + length + net::kMacSize);
+  if (!read(net::kHeaderSize)) return std::nullopt;
+  return net::Decode(buffer, secret, binding).message;
+}
+
+// Issue 21, defect 2, against the daemon: a genuine peer's hello and session
+// start, captured on the wire and replayed byte for byte by someone without
+// the secret, kept every genuine peer BUSY for up to 70 s per replay. Now the
+// replayed start fails its HMAC (it is signed over the first connection's
+// nonces), no session starts, and a genuine peer's session is accepted.
+TEST_F(NetFaultTest, ACapturedSessionReplayedIsRefusedAndKeepsNobodyBusy) {
+  const std::uint16_t port = FreeLoopbackPort();
+  Daemon responder(dir_, Responder("responder", port));
+  ASSERT_GT(responder.HttpPort(), 0);
+  const auto to = *net::ParseNumericAddress("127.0.0.1", port);
+  const net::Secret secret = SharedSecret();
+  // The genuine exchange, and what went over the wire from the client.
+  std::vector<std::uint8_t> wire;
+  {
+    auto connected = net::ConnectTcp(to, Clock::now() + 5s);
+    ASSERT_TRUE(connected) << connected.error();
+    const net::Fd fd = std::move(connected).value();
+    net::Message hello;
+    hello.type = net::MessageType::kHello;
+    hello.hello.nonce = net::RandomNonce();
+    const auto hello_bytes = net::Encode(hello, secret);
+    ASSERT_TRUE(net::WriteAll(fd.get(), hello_bytes.data(), hello_bytes.size(), Clock::now() + 2s));
+    const auto ack = ReadMessage(fd.get(), secret, hello.hello.nonce);
+    ASSERT_TRUE(ack && ack->type == net::MessageType::kHelloAck);
+    const auto binding = net::SessionBinding(hello.hello.nonce, ack->hello.nonce);
+    net::Message start;
+    start.type = net::MessageType::kSessionStart;
+    start.start.test = net::ThroughputTest::kTcp;
+    start.start.duration_ms = 60000;  // what an attacker wants to replay: the longest session
+    const auto start_bytes = net::Encode(start, secret, binding);
+    ASSERT_TRUE(net::WriteAll(fd.get(), start_bytes.data(), start_bytes.size(), Clock::now() + 2s));
+    const auto accept = ReadMessage(fd.get(), secret, binding);
+    ASSERT_TRUE(accept && accept->type == net::MessageType::kAccept);
+    ::shutdown(fd.get(), SHUT_WR);  // the genuine session ends at once
+    const auto results = ReadMessage(fd.get(), secret, binding);
+    ASSERT_TRUE(results && results->type == net::MessageType::kResults);
+    wire.insert(wire.end(), hello_bytes.begin(), hello_bytes.end());
+    wire.insert(wire.end(), start_bytes.begin(), start_bytes.end());
+  }
+  const std::string before = responder.Metrics();
+  const std::string starts = "hostperf_net_responder_requests_total{type=\"session_start\"}";
+
+  // Replayed, three times, each then trickling as a streaming client would.
+  std::vector<net::Fd> replays;
+  for (int i = 0; i < 3; ++i) {
+    auto connected = net::ConnectTcp(to, Clock::now() + 5s);
+    ASSERT_TRUE(connected) << connected.error();
+    replays.push_back(std::move(connected).value());
+    ASSERT_TRUE(net::WriteAll(replays.back().get(), wire.data(), wire.size(), Clock::now() + 2s));
+  }
+  ASSERT_TRUE(responder.WaitFor(
+      [&](const std::string& m) { return Dropped(m, "bad_hmac") >= Dropped(before, "bad_hmac") + 3; }, 10s))
+      << responder.Metrics();
+  std::this_thread::sleep_for(200ms);  // counted just before the close
+  for (const net::Fd& fd : replays) {
+    const std::uint8_t byte = 0x5a;
+    (void)!::send(fd.get(), &byte, 1, MSG_NOSIGNAL);
+    EXPECT_TRUE(ServerClosed(fd.get())) << "a replayed session is closed";
+  }
+  const std::string after = responder.Metrics();
+  EXPECT_EQ(Value(after, starts), Value(before, starts)) << "no replayed session start was taken as a request";
+  // A genuine peer is not kept busy.
+  net::ThroughputOptions throughput;
+  throughput.duration = 100ms;
+  const auto session = net::RunThroughput(to, throughput, secret, [] { return false; });
+  EXPECT_EQ(session.outcome, net::SessionOutcome::kOk) << session.error;
+  EXPECT_EQ(Dropped(responder.Metrics(), "busy"), Dropped(before, "busy"));
+}
+
+// Issue 21, defect 2, the slots, against the daemon: 64 connections
+// replaying a captured hello and trickling a byte every 10 s held every slot
+// past the idle timeout, and genuine hellos were refused. Now a connection
+// that has not proven itself is evicted for a new one and closed 5 s after
+// its accept whatever it sends (here a byte every 500 ms).
+TEST_F(NetFaultTest, TricklingReplayedHellosDoNotLockOutGenuinePeers) {
+  const std::uint16_t port = FreeLoopbackPort();
+  Daemon responder(dir_, Responder("responder", port));  // max_connections = 64
+  ASSERT_GT(responder.HttpPort(), 0);
+  const auto to = *net::ParseNumericAddress("127.0.0.1", port);
+  net::Message hello;
+  hello.type = net::MessageType::kHello;
+  hello.hello.nonce = net::RandomNonce();
+  const auto captured = net::Encode(hello, SharedSecret());
+  const auto from = *net::ParseNumericAddress("127.3.0.1", 0);  // the attacker's own address
+  std::vector<net::Fd> held;
+  for (int i = 0; i < 64; ++i) {
+    net::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::bind(fd.get(), from.get(), from.length), 0);
+    ASSERT_EQ(::connect(fd.get(), to.get(), to.length), 0);
+    ASSERT_TRUE(net::WriteAll(fd.get(), captured.data(), captured.size(), Clock::now() + 2s));
+    held.push_back(std::move(fd));
+  }
+  const std::string hellos = "hostperf_net_responder_requests_total{type=\"hello\"}";
+  ASSERT_TRUE(responder.WaitFor([&](const std::string& m) { return Value(m, hellos) >= 64; }, 10s))
+      << responder.Metrics();
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    const std::uint8_t byte = 0x48;  // never a whole message
+    while (!stop.load()) {
+      for (const net::Fd& fd : held) (void)!::send(fd.get(), &byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(500ms);
+    }
+  });
+  // The table is full of replayed hellos: a genuine peer still gets in.
+  const auto genuine = net::Hello(to, SharedSecret(), 2s);
+  EXPECT_TRUE(genuine) << genuine.error();
+  net::ThroughputOptions throughput;
+  throughput.duration = 100ms;
+  const auto session = net::RunThroughput(to, throughput, SharedSecret(), [] { return false; });
+  EXPECT_EQ(session.outcome, net::SessionOutcome::kOk) << session.error;
+  // And none of them outlives the handshake deadline, trickle or not.
+  const auto until = Clock::now() + 10s;
+  const auto all_closed = [&] {
+    return std::all_of(held.begin(), held.end(), [](const net::Fd& fd) { return ServerClosed(fd.get()); });
+  };
+  while (!all_closed() && Clock::now() < until) std::this_thread::sleep_for(250ms);
+  stop.store(true);
+  trickle.join();
+  EXPECT_TRUE(all_closed()) << "replayed hellos held their slots";
+}
+
+// Issue 21, defect 3: the CPU budget was charged with the whole process's
+// CPU time, so ~30 s of scrapes or ~45 s of junk UDP at the responder spent
+// it and scheduled probes were skipped (budget_exhausted) for the rest of the
+// hour. Now it is charged with the probes' own threads only: 20 s of four
+// clients hammering /metrics plus junk UDP at the responder leave it
+// unspent and the schedule running.
+TEST_F(NetFaultTest, ScrapesAndJunkAtTheResponderDoNotSpendTheBudget) {
+  const std::uint16_t ports[2] = {FreeLoopbackPort(), FreeLoopbackPort()};
+  Daemon healthy(dir_, Responder("healthy", ports[1]));
+  DaemonSpec spec = Prober("target", ports[0], {Loopback(ports[1])});
+  spec.extra = "[budget]\ncpu_seconds_per_hour = 8\n";
+  Daemon target(dir_, spec);
+  WaitUp(target, {Loopback(ports[1])});
+  const std::string before = target.Metrics();
+  const std::string used = "hostperf_budget_cpu_used_seconds";
+  const std::string process = "process_cpu_seconds_total";
+  const std::string exhausted = "hostperf_probe_skipped_total{probe=\"net\",reason=\"budget_exhausted\"}";
+  ASSERT_GE(Value(before, used), 0) << before;
+  ASSERT_GE(Value(before, process), 0) << before;
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> scrapes{0};
+  std::vector<std::thread> scrapers;
+  const int http_port = target.HttpPort();
+  for (int i = 0; i < 4; ++i) {
+    scrapers.emplace_back([&] {
+      while (!stop.load()) {
+        if (HttpRequest(http_port, "GET", "/metrics")) ++scrapes;
+      }
+    });
+  }
+  FloodResult flood = UdpFlood(ports[0], 8, 20000, 20000ms);
+  stop.store(true);
+  for (auto& t : scrapers) t.join();
+  const std::string after = target.Metrics();
+
+  const double process_spent = Value(after, process) - Value(before, process);
+  const double budget_spent = Value(after, used) - Value(before, used);
+  std::cout << "[ numbers  ] " << scrapes.load() << " scrapes, " << flood.sent << " junk datagrams: process CPU +"
+            << process_spent << " s, budget +" << budget_spent << " s\n";
+  EXPECT_GT(scrapes.load(), 100);
+  EXPECT_GT(flood.sent, 20000u);
+  EXPECT_GT(process_spent, 2.0) << "the load was real";
+  EXPECT_LT(budget_spent, 1.0) << "and the budget did not pay for it";
+  EXPECT_LT(budget_spent, process_spent / 4);
+  EXPECT_EQ(Value(after, exhausted), Value(before, exhausted)) << "no scheduled run was skipped for the budget";
+  EXPECT_GE(Runs(after) - Runs(before), 5) << "scheduled probes kept running";
+  EXPECT_EQ(Value(after, "hostperf_probe_schedule_suspended{probe=\"net\"}"), 0.0);
+  EXPECT_EQ(Value(after, "hostperf_probe_success{probe=\"net\"}"), 1.0);
+}
+
 TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) {
   const std::uint16_t ports[2] = {FreeLoopbackPort(), FreeLoopbackPort()};
   Daemon healthy(dir_, Responder("healthy", ports[1]));
@@ -543,11 +738,18 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   // Everything flooded was dropped (rate-limited, bad HMAC or malformed),
   // counted, and never answered.
   std::string m = target.Metrics();
-  const double udp_dropped = Dropped(m, "rate_limited") + Dropped(m, "bad_hmac") + Dropped(m, "malformed") -
-                             Dropped(start, "rate_limited") - Dropped(start, "bad_hmac") - Dropped(start, "malformed");
+  // (source_blocked: a source past 32 failures in 10 s, dropped before any HMAC work.)
+  const double udp_dropped = Dropped(m, "rate_limited") + Dropped(m, "bad_hmac") + Dropped(m, "malformed") +
+                             Dropped(m, "source_blocked") - Dropped(start, "rate_limited") -
+                             Dropped(start, "bad_hmac") - Dropped(start, "malformed") -
+                             Dropped(start, "source_blocked");
   // (The kernel may drop some before the responder reads them.)
   EXPECT_GT(udp_dropped, 0.25 * static_cast<double>(flood.sent)) << "sent " << flood.sent;
-  EXPECT_GT(Dropped(m, "rate_limited"), Dropped(start, "rate_limited"));
+  // Limited per source: by rate, or (issue 21) blocked before HMAC work once
+  // a source has failed 32 times, which is what a junk flood meets first.
+  EXPECT_GT(Dropped(m, "rate_limited") + Dropped(m, "source_blocked"),
+            Dropped(start, "rate_limited") + Dropped(start, "source_blocked"));
+  EXPECT_GT(Dropped(m, "source_blocked"), Dropped(start, "source_blocked"));
   EXPECT_GT(Dropped(m, "bad_hmac"), Dropped(start, "bad_hmac"));
   // A genuine peer is still answered at once.
   const net::PeerTarget self{"target", *net::ParseNumericAddress("127.0.0.1", ports[0])};
@@ -577,7 +779,11 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   Footprint during_tcp;
   ExpectHealthyProbedEveryCycle(target, Loopback(ports[1]), 2, 1.0, [&] { during_tcp = Footprint::Of(target.pid()); });
   m = target.Metrics();
-  EXPECT_GT(Dropped(m, "connection_limit") - Dropped(start, "connection_limit"), 0);
+  // Beyond the 64 slots: refused at the limit, or at accept once the junk
+  // source is blocked (issue 21).
+  EXPECT_GT(Dropped(m, "connection_limit") + Dropped(m, "source_blocked") - Dropped(start, "connection_limit") -
+                Dropped(start, "source_blocked"),
+            0);
   EXPECT_GT(Dropped(m, "malformed") - Dropped(start, "malformed"), 0);
   // The responder holds at most max_connections (64) of them.
   EXPECT_LT(during_tcp.fds, before.fds + 64 + 16);
@@ -600,7 +806,7 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   Report("TCP flood (300 connections, responder)", before, during_tcp, after);
   std::cout << "[ numbers  ] dropped: rate_limited " << Dropped(m, "rate_limited") << ", bad_hmac "
             << Dropped(m, "bad_hmac") << ", malformed " << Dropped(m, "malformed") << ", connection_limit "
-            << Dropped(m, "connection_limit") << "\n";
+            << Dropped(m, "connection_limit") << ", source_blocked " << Dropped(m, "source_blocked") << "\n";
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "hostperf/probes/disk/disk_probe.h"
 #include "hostperf/probes/disk/module.h"
+#include "hostperf/probes/disk/scratch.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::disk {
@@ -33,6 +36,7 @@ const std::vector<std::string> kDirectoryFamilies = {
     "hostperf_disk_throughput_bytes_per_second",
     "hostperf_disk_seeks_per_second",
     "hostperf_disk_directory_info",
+    "hostperf_disk_directory_success",
 };
 
 class DiskLifecycleTest : public ::testing::Test {
@@ -213,6 +217,62 @@ TEST_F(DiskLifecycleTest, ReloadDuringARunKeepsTheRemovedDirectoryOut) {
   ASSERT_EQ(Run().status, Status::kSuccess);
   EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A()}));
   EXPECT_GT(Value("hostperf_disk_written_bytes_total", {{"directory", A()}}).value_or(0), 0);
+}
+
+// Issue 21, defect 6: the registry of directories in use, and "ours" across
+// pid reuse.
+TEST(DiskRunRecordTest, AnIdentityIsAliveOnlyWithTheSameBootPidAndStartTime) {
+  const ProcessIdentity self = SelfIdentity();
+  ASSERT_FALSE(self.boot_id.empty());
+  ASSERT_GT(self.start_time, 0u);
+  EXPECT_TRUE(IdentityAlive(self));
+  ProcessIdentity rebooted = self;
+  rebooted.boot_id = "00000000-0000-4000-8000-000000000000";
+  EXPECT_FALSE(IdentityAlive(rebooted)) << "same pid, alive, but from an earlier boot";
+  ProcessIdentity reused = self;
+  reused.start_time += 1;
+  EXPECT_FALSE(IdentityAlive(reused)) << "the pid now belongs to another process";
+}
+
+TEST(DiskRunRecordTest, StartUpCleansExactlyTheRecordedRunsOfGoneProcesses) {
+  TempDir state;
+  TempDir data;
+  const auto touch = [&](const std::string& name) { std::ofstream(data.path() / name).flush(); };
+  {
+    auto record = RunRecord::Create(state.path(), data.path().string(), 77);
+    ASSERT_TRUE(record.ok()) << record.error();
+    EXPECT_EQ(std::distance(std::filesystem::directory_iterator(RunRecordDirectory(state.path())),
+                            std::filesystem::directory_iterator()),
+              1);
+    // A run of this process in progress: its record protects its files.
+    touch(ScratchName(77, 0));
+    EXPECT_EQ(CleanRecordedLeftovers(state.path()), 0);
+    EXPECT_TRUE(std::filesystem::exists(data.path() / ScratchName(77, 0)));
+    std::filesystem::remove(data.path() / ScratchName(77, 0));
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(RunRecordDirectory(state.path()))) << "the record goes with the run";
+
+  // A run of this very pid from an earlier boot: gone, although the pid is alive.
+  ProcessIdentity earlier = SelfIdentity();
+  earlier.boot_id = "00000000-0000-4000-8000-000000000000";
+  ASSERT_TRUE(WriteRunRecord(RunRecordDirectory(state.path()) / "x.run", earlier, data.path().string(), 5).ok());
+  touch(ScratchName(5, 0));
+  touch(ScratchName(5, 1));
+  touch(ScratchName(6, 0));  // another run, not recorded: not ours to judge here
+  touch("hostperf-preserved-" + std::to_string(::getpid()) + "-5-2.dat");
+  touch("unrelated.dat");
+  EXPECT_EQ(CleanRecordedLeftovers(state.path()), 2);
+  EXPECT_FALSE(std::filesystem::exists(data.path() / ScratchName(5, 0)));
+  EXPECT_FALSE(std::filesystem::exists(data.path() / ScratchName(5, 1)));
+  EXPECT_TRUE(std::filesystem::exists(data.path() / ScratchName(6, 0)));
+  EXPECT_TRUE(std::filesystem::exists(data.path() / ("hostperf-preserved-" + std::to_string(::getpid()) + "-5-2.dat")));
+  EXPECT_TRUE(std::filesystem::exists(data.path() / "unrelated.dat"));
+  EXPECT_TRUE(std::filesystem::is_empty(RunRecordDirectory(state.path())));
+
+  // A record cut short by a crash is dropped.
+  std::ofstream(RunRecordDirectory(state.path()) / "y.run") << "hostperf-disk-run 1\nboot_id";
+  EXPECT_EQ(CleanRecordedLeftovers(state.path()), 0);
+  EXPECT_TRUE(std::filesystem::is_empty(RunRecordDirectory(state.path())));
 }
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "hostperf/probes/probe.h"
+#include "hostperf/probes/probe_cpu.h"
 
 namespace hostperf::probes {
 namespace {
@@ -83,6 +85,36 @@ TEST_F(ImpactBudgetTest, RunUsesTheSchedulersBudgetAndElseLendsOneWithTheConfigL
   context.budget = &budget_;
   probe.Run(context);
   EXPECT_EQ(probe.seen, &budget_);
+}
+
+// Burns about `cpu` of this thread's CPU time.
+void Burn(std::chrono::milliseconds cpu) {
+  timespec start{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  volatile std::uint64_t sink = 0;
+  for (;;) {
+    for (int i = 0; i < 100000; ++i) sink = sink + static_cast<std::uint64_t>(i);
+    timespec now{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 >= cpu.count()) return;
+  }
+}
+
+// Issue 21, defect 3: the CPU budget is charged with the probes' own threads,
+// not the whole process (scrapes, the responder, bcrypt checks).
+TEST(ProbeCpuScopeTest, OnlyThreadsInsideAScopeAreCharged) {
+  const double before = ProbeCpuSeconds();
+  std::thread([] { Burn(100ms); }).join();  // a scrape, a password check, the responder...
+  EXPECT_LT(ProbeCpuSeconds() - before, 0.02) << "work outside any probe scope costs the budget nothing";
+  std::thread([] {
+    const ProbeCpuScope probe_work;
+    Burn(100ms);
+    const ProbeCpuScope nested;  // counted once
+    Burn(20ms);
+  }).join();
+  const double charged = ProbeCpuSeconds() - before;
+  EXPECT_GE(charged, 0.11);
+  EXPECT_LT(charged, 0.5);
 }
 
 }  // namespace

@@ -69,8 +69,9 @@ TEST(NetProtocolTest, RejectsMalformedHeaders) {
   bad_magic[0] = 'X';
   EXPECT_EQ(Decode(bad_magic, kSecret).error, DecodeError::kBadMagic);
   auto bad_version = good;
-  bad_version[4] = 2;
+  bad_version[4] = 1;  // the previous version, without nonces
   EXPECT_EQ(Decode(bad_version, kSecret).error, DecodeError::kBadVersion);
+  EXPECT_EQ(Decode(bad_version, kSecret).version, 1);
   auto bad_type = good;
   bad_type[5] = 99;
   EXPECT_EQ(Decode(bad_type, kSecret).error, DecodeError::kBadType);
@@ -91,6 +92,27 @@ TEST(NetProtocolTest, RepliesAreNeverLargerThanRequests) {
   EXPECT_LE(size(MessageType::kAccept), size(MessageType::kSessionStart));
   EXPECT_LE(size(MessageType::kBusy), size(MessageType::kSessionStart));
   EXPECT_LE(size(MessageType::kDenied), size(MessageType::kSessionStart));
+}
+
+// Version 2: the hello carries a nonce, and a message signed over one
+// connection's nonces does not decode under another's (a replay).
+TEST(NetProtocolTest, NoncesRoundTripAndBindingsDoNotTransfer) {
+  Message hello;
+  hello.type = MessageType::kHello;
+  hello.hello.nonce = RandomNonce();
+  const Decoded d = Decode(Encode(hello, kSecret), kSecret);
+  ASSERT_TRUE(d.message);
+  EXPECT_EQ(d.message->hello.nonce, hello.hello.nonce);
+  EXPECT_NE(RandomNonce(), RandomNonce());
+
+  Message start;
+  start.type = MessageType::kSessionStart;
+  start.start.duration_ms = 100;
+  const auto binding = SessionBinding(hello.hello.nonce, RandomNonce());
+  const auto bytes = Encode(start, kSecret, binding);
+  EXPECT_TRUE(Decode(bytes, kSecret, binding).message);
+  EXPECT_EQ(Decode(bytes, kSecret).error, DecodeError::kBadHmac);
+  EXPECT_EQ(Decode(bytes, kSecret, SessionBinding(hello.hello.nonce, RandomNonce())).error, DecodeError::kBadHmac);
 }
 
 TEST(NetProtocolTest, UdpDataRoundTrip) {

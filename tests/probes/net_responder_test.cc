@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -321,6 +325,268 @@ TEST_F(NetResponderTest, SilentConnectionsMakeRoomForAHello) {
     }
   }
   EXPECT_EQ(closed, 1);
+}
+
+// --- Freshness (protocol version 2) -----------------------------------------
+
+// A TCP proxy in front of the responder that records what the client sends:
+// the "captured exchange" of an attacker on the path.
+class RecordingProxy {
+ public:
+  explicit RecordingProxy(const SocketAddress& upstream) : upstream_(upstream) {
+    listener_ = NonBlockingSocket(AF_INET, SOCK_STREAM);
+    auto address = *ParseNumericAddress("127.0.0.1", 0);
+    ::bind(listener_.get(), address.get(), address.length);
+    ::listen(listener_.get(), 4);
+    socklen_t length = sizeof(address.storage);
+    ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&address.storage), &length);
+    address_ = address;
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RecordingProxy() { thread_.join(); }
+  const SocketAddress& address() const { return address_; }
+  // The client's bytes (complete once the client has closed).
+  std::vector<std::uint8_t> Captured() {
+    thread_.join();
+    thread_ = std::thread([] {});
+    return captured_;
+  }
+
+ private:
+  void Serve() {
+    if (!WaitFd(listener_.get(), POLLIN, std::chrono::steady_clock::now() + 5s)) return;
+    Fd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK));
+    auto connected = ConnectTcp(upstream_, std::chrono::steady_clock::now() + 2s);
+    if (!client.valid() || !connected) return;
+    Fd server = std::move(connected).value();
+    std::vector<std::uint8_t> buffer(64 * 1024);
+    bool client_open = true;
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < give_up) {
+      pollfd fds[] = {{client.get(), static_cast<short>(client_open ? POLLIN : 0), 0}, {server.get(), POLLIN, 0}};
+      if (::poll(fds, 2, 100) <= 0) continue;
+      if (fds[0].revents & (POLLIN | POLLHUP)) {
+        const ssize_t n = ::recv(client.get(), buffer.data(), buffer.size(), 0);
+        if (n > 0) {
+          captured_.insert(captured_.end(), buffer.begin(), buffer.begin() + n);
+          WriteAll(server.get(), buffer.data(), static_cast<std::size_t>(n), std::chrono::steady_clock::now() + 2s);
+        } else if (n == 0) {
+          client_open = false;
+          ::shutdown(server.get(), SHUT_WR);
+        }
+      }
+      if (fds[1].revents & (POLLIN | POLLHUP)) {
+        const ssize_t n = ::recv(server.get(), buffer.data(), buffer.size(), 0);
+        if (n <= 0) return;
+        WriteAll(client.get(), buffer.data(), static_cast<std::size_t>(n), std::chrono::steady_clock::now() + 2s);
+      }
+    }
+  }
+
+  SocketAddress upstream_;
+  SocketAddress address_;
+  Fd listener_;
+  std::vector<std::uint8_t> captured_;
+  std::thread thread_;
+};
+
+std::size_t WireSize(MessageType type) { return kHeaderSize + *PayloadSize(type) + kMacSize; }
+
+// Reads until EOF or `timeout`; returns what came back.
+std::vector<std::uint8_t> ReadUntilClosed(int fd, std::chrono::milliseconds timeout, bool* closed) {
+  std::vector<std::uint8_t> got;
+  *closed = false;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::uint8_t buffer[4096];
+  while (WaitFd(fd, POLLIN, deadline)) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) {
+      *closed = n == 0 || errno == ECONNRESET;
+      break;
+    }
+    got.insert(got.end(), buffer, buffer + n);
+  }
+  return got;
+}
+
+// Defect 2 of issue 21: a captured hello plus session start, replayed byte for
+// byte without the secret, was accepted and kept the responder BUSY for the
+// session's length plus grace. Now the session start is signed over the
+// responder's fresh nonce: the replay fails its HMAC and nobody is kept busy.
+TEST_F(NetResponderTest, ReplayedHelloAndSessionStartAreRefused) {
+  Start();
+  RecordingProxy proxy(address_);
+  ThroughputOptions options;
+  options.duration = 200ms;
+  options.rate_bytes_per_second = 1 << 20;
+  const auto genuine = RunThroughput(proxy.address(), options, secret_, Never);
+  ASSERT_EQ(genuine.outcome, SessionOutcome::kOk) << genuine.error;
+  const std::vector<std::uint8_t> captured = proxy.Captured();
+  const std::size_t control = WireSize(MessageType::kHello) + WireSize(MessageType::kSessionStart);
+  ASSERT_GE(captured.size(), control);
+  ASSERT_EQ(observer_.Requests("session_start"), 1);
+
+  // The replay: the captured hello and session start, then a trickle of the
+  // captured stream, as an attacker holding the session open would send.
+  auto connected = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(connected) << connected.error();
+  Fd replay = std::move(connected).value();
+  ASSERT_TRUE(WriteAll(replay.get(), captured.data(), control, std::chrono::steady_clock::now() + 1s));
+  bool closed = false;
+  const auto answer = ReadUntilClosed(replay.get(), 3000ms, &closed);
+  EXPECT_TRUE(closed) << "the replayed session start must close the connection";
+  EXPECT_LE(answer.size(), WireSize(MessageType::kHelloAck)) << "only the hello reply, no accept";
+  EXPECT_EQ(observer_.Requests("session_start"), 1) << "the replayed start was not taken as a request";
+  EXPECT_GE(DropsOnceAtLeast("bad_hmac", 1), 1);
+
+  // Nobody is kept busy: a genuine session right after is accepted.
+  options.duration = 100ms;
+  const auto after = RunThroughput(address_, options, secret_, Never);
+  EXPECT_EQ(after.outcome, SessionOutcome::kOk) << after.error;
+  EXPECT_EQ(observer_.Drops("busy"), 0);
+}
+
+// Defect 2, the slots: 64 connections replaying a captured hello and then
+// trickling a byte every 400 ms held every slot past the idle timeout (the
+// trickle kept them "active") and genuine hellos were refused. Now a
+// connection that has not proven itself may be evicted by a new one and is
+// closed 5 s after it was accepted, whatever it sends.
+TEST_F(NetResponderTest, TricklingReplayedHellosDoNotLockOutAGenuineHello) {
+  Start(/*max_connections=*/64);
+  Message hello;
+  hello.type = MessageType::kHello;
+  hello.session = 7;
+  const auto captured = Encode(hello, secret_);  // what a genuine client once sent
+  std::vector<Fd> attackers;
+  for (int i = 0; i < 64; ++i) {
+    auto connected = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+    ASSERT_TRUE(connected) << connected.error();
+    attackers.push_back(std::move(connected).value());
+    ASSERT_TRUE(
+        WriteAll(attackers.back().get(), captured.data(), captured.size(), std::chrono::steady_clock::now() + 1s));
+  }
+  WaitUntil([&] { return observer_.Requests("hello") >= 64; });
+  ASSERT_EQ(observer_.Requests("hello"), 64);
+  std::atomic<bool> stop{false};
+  // One byte of a header every 400 ms on every connection (never a whole
+  // message, so they never fail a parse either).
+  std::thread trickle([&] {
+    const std::uint8_t header_byte = 0x48;
+    for (int round = 0; round < 20 && !stop.load(); ++round) {
+      for (const Fd& fd : attackers) (void)!::send(fd.get(), &header_byte, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::this_thread::sleep_for(400ms);
+    }
+  });
+  std::this_thread::sleep_for(600ms);
+  // The table is full of replayed hellos: a genuine hello still gets a slot.
+  const auto genuine = Hello(address_, secret_, 2s);
+  EXPECT_TRUE(genuine) << genuine.error();
+  ThroughputOptions options;
+  options.duration = 100ms;
+  const auto session = RunThroughput(address_, options, secret_, Never);
+  EXPECT_EQ(session.outcome, SessionOutcome::kOk) << session.error;
+  // And every replayed connection is closed within the handshake deadline
+  // (5 s after its accept) although it kept trickling.
+  int closed = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 8s;
+  for (const Fd& fd : attackers) {
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool eof = false;
+      ReadUntilClosed(fd.get(), std::chrono::milliseconds(200), &eof);
+      if (eof) {
+        ++closed;
+        break;
+      }
+    }
+  }
+  stop.store(true);
+  trickle.join();
+  EXPECT_EQ(closed, 64);
+}
+
+std::vector<std::uint8_t> LegacyHello(const Secret& secret) {
+  // magic "HPNT", version 1, hello, reserved, session 9, length 8, reserved;
+  // payload: version 1, zeros.
+  const std::uint8_t header[] = {0x48, 0x50, 0x4e, 0x54, 1, 1, 0, 0, 0, 0, 0, 9, 0, 8, 0, 0};
+  std::vector<std::uint8_t> bytes(std::begin(header), std::end(header));
+  bytes.push_back(1);
+  bytes.resize(kHeaderSize + 8);
+  bytes.resize(bytes.size() + kMacSize);
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), bytes.data(), kHeaderSize + 8,
+       bytes.data() + kHeaderSize + 8, &length);
+  return bytes;
+}
+
+// An old (version 1) client gets a version-1 hello reply naming version 2,
+// which it reports as "speaks protocol version 2"; then the connection closes.
+TEST_F(NetResponderTest, AnOldClientIsToldTheProtocolVersion) {
+  Start();
+  auto connected = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(connected) << connected.error();
+  Fd fd = std::move(connected).value();
+  const auto hello = LegacyHello(secret_);
+  ASSERT_TRUE(IsLegacyHello(hello, secret_));
+  ASSERT_TRUE(WriteAll(fd.get(), hello.data(), hello.size(), std::chrono::steady_clock::now() + 1s));
+  bool closed = false;
+  const auto reply = ReadUntilClosed(fd.get(), 3000ms, &closed);
+  EXPECT_TRUE(closed);
+  ASSERT_EQ(reply.size(), kHeaderSize + 8 + kMacSize);
+  EXPECT_EQ(reply[4], 1) << "in the old client's own format";
+  EXPECT_EQ(reply[5], static_cast<std::uint8_t>(MessageType::kHelloAck));
+  EXPECT_EQ(reply[kHeaderSize], kProtocolVersion) << "the version the old client reports";
+  std::uint8_t mac[kMacSize];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()), reply.data(), kHeaderSize + 8, mac, &length);
+  EXPECT_EQ(std::memcmp(mac, reply.data() + kHeaderSize + 8, kMacSize), 0) << "signed as version 1 signs";
+  EXPECT_GE(DropsOnceAtLeast("bad_version", 1), 1);
+  // A wrong secret earns no reply at all.
+  auto other = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(other);
+  const auto forged = LegacyHello(Secret(32, 3));
+  ASSERT_TRUE(WriteAll(other->get(), forged.data(), forged.size(), std::chrono::steady_clock::now() + 1s));
+  EXPECT_TRUE(ReadUntilClosed(other->get(), 3000ms, &closed).empty());
+}
+
+// The new client talking to a peer of another version says so.
+TEST(NetClientVersionTest, AResponderOfAnotherVersionIsReportedAsAVersionMismatch) {
+  const Secret secret(32, 0x21);
+  Fd listener = NonBlockingSocket(AF_INET, SOCK_STREAM);
+  auto address = *ParseNumericAddress("127.0.0.1", 0);
+  ASSERT_EQ(::bind(listener.get(), address.get(), address.length), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  socklen_t length = sizeof(address.storage);
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address.storage), &length);
+  std::thread old_responder([&] {
+    if (!WaitFd(listener.get(), POLLIN, std::chrono::steady_clock::now() + 5s)) return;
+    Fd conn(::accept(listener.get(), nullptr, nullptr));
+    std::uint8_t buffer[256];
+    (void)!::recv(conn.get(), buffer, sizeof(buffer), 0);
+    const auto reply = EncodeLegacyVersionReply(secret, 0);  // any message of another version
+    WriteAll(conn.get(), reply.data(), reply.size(), std::chrono::steady_clock::now() + 1s);
+    std::this_thread::sleep_for(200ms);
+  });
+  const auto hello = Hello(address, secret, 2s);
+  old_responder.join();
+  ASSERT_FALSE(hello);
+  EXPECT_NE(hello.error().find("protocol version mismatch"), std::string::npos) << hello.error();
+  EXPECT_NE(hello.error().find("version 1"), std::string::npos) << hello.error();
+}
+
+// Defect 3, the responder's part: a source whose messages keep failing their
+// HMAC is ignored before any HMAC work for a while.
+TEST_F(NetResponderTest, ASourceThatKeepsFailingIsBlockedBeforeHmacWork) {
+  Start(8, /*rate_limit=*/100000);
+  Message ping;
+  ping.type = MessageType::kPing;
+  const auto forged = Encode(ping, Secret(32, 0x66));
+  Fd fd = NonBlockingSocket(AF_INET, SOCK_DGRAM);
+  ASSERT_EQ(::connect(fd.get(), address_.get(), address_.length), 0);
+  for (int i = 0; i < 200; ++i) ::send(fd.get(), forged.data(), forged.size(), 0);
+  EXPECT_GE(DropsOnceAtLeast("source_blocked", 100), 100);
+  EXPECT_LE(observer_.Drops("bad_hmac"), 40) << "HMAC work per source is bounded";
+  // Blocked: even a good ping from that source gets no answer for a while.
+  EXPECT_FALSE(UdpExchange(Encode(ping, secret_)));
 }
 
 TEST_F(NetResponderTest, UnreachablePeerFailsFast) {

@@ -28,6 +28,18 @@ local p = import '../lib/promql.libsonnet';
           'critical', 'hostperf_exporter down on {{ $labels.instance }}',
           'Prometheus has not been able to scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}) for %s: no performance data comes from this host.' % p.words(c.forExporterDown),
           c.forExporterDown),
+        // Issue 21: scheduled runs skipped (the CPU budget spent, the host
+        // busy, no room) for longer than the interval; the exporter then
+        // reports the schedule suspended and success 0. Skips for an
+        // operator's full run are expected and do not count.
+        a('HostperfProbeScheduleSuspended',
+          p.hostLabels(c, |||
+            %s == 1
+            and on(instance, job, probe) increase(%s[15m]) > 0
+          ||| % [m('hostperf_probe_schedule_suspended'), m('hostperf_probe_skipped_total', 'reason!="full_run_active"')]),
+          'warning', 'Scheduled {{ $labels.probe }} runs are suspended on {{ $labels.instance }}',
+          'The {{ $labels.probe }} probe on {{ $labels.instance }} (job {{ $labels.job }}) has had its scheduled runs skipped for longer than its interval (hostperf_probe_skipped_total by reason: budget_exhausted, host_busy, no_space, ...): nothing is being measured there.',
+          '10m'),
         a('HostperfConfigReloadFailed',
           p.hostLabels(c, '%s == 0' % m('hostperf_config_last_reload_successful')),
           'warning', 'hostperf config reload failed on {{ $labels.instance }}',

@@ -33,6 +33,12 @@ function(config)
                  g.steps(c.red, [[t.diskFleetRatio, c.green]]), min=0),
     g.timeseries('Seeks per second (SkipRead)', 'Non-contiguous block reads per second of the last SkipRead.',
                  [g.target('hostperf_disk_seeks_per_second{%s}' % SEL, '{{instance}} {{directory}}')], 'rps', min=0),
+    g.timeseries('Directory success and failures (1h)',
+                 'Each directory\'s last run: 1 succeeded, 0 failed (its throughput and seek figures are then '
+                 + 'dropped, not left at the last good value); and its failed runs in the last hour by reason.',
+                 [g.target('hostperf_disk_directory_success{%s}' % SEL, '{{instance}} {{directory}} success'),
+                  g.target('increase(hostperf_disk_directory_failures_total{%s}[1h])' % SEL,
+                           '{{instance}} {{directory}} {{reason}}', 'B')], 'none', min=0),
     g.row('Latency and integrity'),
     g.timeseries('Op latency p99 vs weekly baseline', 'p99 over the last hour per operation, and its median of '
                                                       + 'the last week. Alert: p99 above twice the baseline and above 1 ms for an hour.',

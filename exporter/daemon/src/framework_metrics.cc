@@ -52,7 +52,12 @@ FrameworkMetrics::FrameworkMetrics(prometheus::Registry& registry)
       skipped_(prometheus::BuildCounter()
                    .Name("hostperf_probe_skipped_total")
                    .Help("Scheduled runs that did not happen, by reason.")
-                   .Register(registry)) {}
+                   .Register(registry)),
+      suspended_(prometheus::BuildGauge()
+                     .Name("hostperf_probe_schedule_suspended")
+                     .Help("1 while the probe's scheduled runs have been skipped (any reason) for longer than its "
+                           "interval; hostperf_probe_success is then 0. Back to 0 at the next run.")
+                     .Register(registry)) {}
 
 void FrameworkMetrics::Declare(std::string_view probe, std::chrono::nanoseconds interval) {
   const auto labels = ProbeLabel(probe);
@@ -61,6 +66,7 @@ void FrameworkMetrics::Declare(std::string_view probe, std::chrono::nanoseconds 
   last_run_.Add(labels);
   last_success_.Add(labels);
   runs_.Add(labels);
+  suspended_.Add(labels);
   interval_.Add(labels).Set(std::chrono::duration<double>(interval).count());
   // Add() keeps an existing series' count: declaring again at a reload is harmless.
   for (const std::string_view reason : kFailureReasons) failures_.Add(ReasonLabels(probe, reason));
@@ -77,6 +83,7 @@ void FrameworkMetrics::RecordRun(std::string_view probe, const probes::ProbeOutc
   const bool ok = outcome.status == probes::ProbeOutcome::Status::kSuccess;
   runs_.Add(labels).Increment();
   success_.Add(labels).Set(ok ? 1 : 0);
+  suspended_.Add(labels).Set(0);
   duration_.Add(labels).Set(std::chrono::duration<double>(duration).count());
   last_run_.Add(labels).Set(finished_unix_seconds);
   if (ok) {
@@ -88,6 +95,12 @@ void FrameworkMetrics::RecordRun(std::string_view probe, const probes::ProbeOutc
 
 void FrameworkMetrics::RecordSkip(std::string_view probe, std::string_view reason) {
   skipped_.Add(ReasonLabels(probe, reason)).Increment();
+}
+
+void FrameworkMetrics::RecordSuspended(std::string_view probe, std::string_view /*reason*/) {
+  const auto labels = ProbeLabel(probe);
+  suspended_.Add(labels).Set(1);
+  success_.Add(labels).Set(0);  // the last result is stale: no longer a success
 }
 
 std::span<const std::string_view> FrameworkMetrics::FrameworkFailureReasons() { return kFailureReasons; }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
-#include <sys/resource.h>
 
 #include <fstream>
 #include <sstream>
@@ -12,13 +11,6 @@ namespace hostperf::exporter {
 namespace {
 
 using probes::BudgetResource;
-
-double RusageCpuSeconds() {
-  rusage usage{};
-  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 prometheus::Gauge* NewGauge(prometheus::Registry& registry, const std::string& name, const std::string& help,
                             const prometheus::Labels& labels = {}) {
@@ -48,11 +40,12 @@ std::optional<double> ParsePressureSomeAvg10(const std::string& content) {
 
 ImpactGate::ImpactGate(const Clock& clock, ImpactGateOptions options, prometheus::Registry& registry)
     : options_(std::move(options)), budget_([&clock] { return clock.Now(); }) {
-  if (!options_.process_cpu_seconds) options_.process_cpu_seconds = RusageCpuSeconds;
+  if (!options_.process_cpu_seconds) options_.process_cpu_seconds = probes::ProbeCpuSeconds;
   gauges_[static_cast<std::size_t>(BudgetResource::kCpuSeconds)] = {
       NewGauge(registry, "hostperf_budget_cpu_limit_seconds", "CPU time the sidecar may use per hour (budget)."),
       NewGauge(registry, "hostperf_budget_cpu_used_seconds",
-               "CPU time the sidecar used in the last hour, full runs excluded.")};
+               "CPU time scheduled probe runs used in the last hour (their threads' CPU time; scrapes, HTTP "
+               "and the peer responder are not charged), full runs excluded.")};
   gauges_[static_cast<std::size_t>(BudgetResource::kDiskBytes)] = {
       NewGauge(registry, "hostperf_budget_disk_limit_bytes", "Bytes scheduled probes may write per hour (budget)."),
       NewGauge(registry, "hostperf_budget_disk_used_bytes", "Bytes scheduled probes wrote in the last hour.")};
@@ -107,7 +100,7 @@ std::optional<ImpactSkip> ImpactGate::Admit() {
   if (budget_.Exhausted(BudgetResource::kCpuSeconds)) {
     return ImpactSkip{
         "budget_exhausted",
-        fmt::format("the sidecar used {:.1f} s of CPU in the last hour, its budget is {:.1f} s",
+        fmt::format("scheduled probe runs used {:.1f} s of CPU in the last hour, the budget is {:.1f} s",
                     budget_.Used(BudgetResource::kCpuSeconds), budget_.Limit(BudgetResource::kCpuSeconds))};
   }
   const struct {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "hostperf/probes/probe_cpu.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -58,6 +60,7 @@ void Scheduler::ApplyConfig(std::shared_ptr<const config::Config> config) {
         section != config_->probes.end() ? section->second.schedule : config::ProbeSchedule{false, {}, {}};
     if (next.enabled && (!entry.schedule.enabled || entry.schedule.interval != next.interval)) {
       entry.next_due = now + FirstRunDelay(next.interval);
+      entry.ran_or_enabled = now;
     }
     if (next.enabled) metrics_.Declare(entry.probe->Name(), next.interval);
     entry.schedule = next;
@@ -82,14 +85,14 @@ steady_clock::time_point Scheduler::RunDue() {
 
     const std::string name(due->probe->Name());
     if (paused_) {
-      metrics_.RecordSkip(name, kFullRunActive);
+      Skipped(*due, kFullRunActive, now);
       due->next_due = now + JitteredInterval(due->schedule.interval);
       continue;
     }
     if (gate_) {
       gate_->Account(true);
       if (auto skip = gate_->Admit()) {
-        metrics_.RecordSkip(name, skip->reason);
+        Skipped(*due, skip->reason, now);
         spdlog::info("probe {} skipped ({}): {}", name, skip->reason, skip->message);
         due->last_outcome = probes::ProbeOutcome::Skipped(skip->reason, skip->message);
         due->next_due = now + JitteredInterval(due->schedule.interval);
@@ -117,15 +120,16 @@ steady_clock::time_point Scheduler::RunDue() {
     if (stop_requested_ && cancelled) {
       // Shut down mid-run: neither a failure nor a result.
     } else if (paused_ && cancelled) {
-      metrics_.RecordSkip(name, kFullRunActive);
+      Skipped(*due, kFullRunActive, finished);
       // Snapshot() (landing page) shows what the metrics count: a skip, not
       // the probe's own "cancelled" failure.
       outcome = probes::ProbeOutcome::Skipped(std::string(kFullRunActive), "cancelled for a full run");
     } else if (outcome.status == Status::kSkipped) {
-      metrics_.RecordSkip(name, outcome.reason);
+      Skipped(*due, outcome.reason, finished);
       spdlog::info("probe {} skipped ({}): {}", name, outcome.reason, outcome.message);
     } else {
       metrics_.RecordRun(name, outcome, took, clock_.UnixSeconds());
+      due->ran_or_enabled = finished;
       if (outcome.status == Status::kFailure) {
         spdlog::warn("probe {} failed ({}): {}", name, outcome.reason, outcome.message);
       } else {
@@ -141,6 +145,18 @@ steady_clock::time_point Scheduler::RunDue() {
     due->next_due = started + period > finished ? started + period : finished + period;
     cv_.notify_all();
   }
+}
+
+void Scheduler::Skipped(Entry& entry, std::string_view reason, steady_clock::time_point now) {
+  const std::string name(entry.probe->Name());
+  metrics_.RecordSkip(name, reason);
+  // Counted from the last run that gave a result (or the schedule's start):
+  // once none has for longer than an interval plus its jitter, whether the
+  // gate refused the runs or the probe skipped itself (a disk without room),
+  // the last figures are stale and success must not stay 1.
+  const double jitter = config_ ? config_->scheduler.jitter : 0.0;
+  const auto allowance = std::chrono::duration_cast<nanoseconds>(entry.schedule.interval * (1.0 + jitter));
+  if (now - entry.ran_or_enabled > allowance) metrics_.RecordSuspended(name, reason);
 }
 
 probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::ProbeSchedule& schedule,
@@ -161,7 +177,12 @@ probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::Prob
   auto task =
       std::make_shared<std::packaged_task<probes::ProbeOutcome()>>([&probe, context] { return probe.Run(context); });
   std::future<probes::ProbeOutcome> result = task->get_future();
-  std::thread worker([task] { (*task)(); });
+  std::thread worker([task] {
+    // The budget is charged with this thread's CPU time (and that of the
+    // probe's own worker threads), not the whole process's.
+    const probes::ProbeCpuScope charged;
+    (*task)();
+  });
 
   std::function<void()> heartbeat;
   nanoseconds period;

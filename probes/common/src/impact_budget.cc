@@ -1,10 +1,13 @@
 #include "hostperf/probes/impact_budget.h"
 
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "hostperf/probes/probe.h"
+#include "hostperf/probes/probe_cpu.h"
 
 namespace hostperf::probes {
 
@@ -74,5 +77,31 @@ void ImpactBudget::Charge(BudgetResource resource, double amount) {
   std::lock_guard lock(mu_);
   ledgers_[static_cast<std::size_t>(resource)].spent.emplace_back(now_(), amount);
 }
+
+namespace {
+
+std::atomic<std::int64_t> probe_cpu_ns{0};
+thread_local int scope_depth = 0;
+
+std::int64_t ThreadCpuNs() {
+  timespec ts{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+ProbeCpuScope::ProbeCpuScope() {
+  if (scope_depth++ == 0) start_ns_ = ThreadCpuNs();
+}
+
+ProbeCpuScope::~ProbeCpuScope() {
+  --scope_depth;
+  if (start_ns_ < 0) return;
+  const std::int64_t used = ThreadCpuNs() - start_ns_;
+  if (used > 0) probe_cpu_ns.fetch_add(used, std::memory_order_relaxed);
+}
+
+double ProbeCpuSeconds() { return static_cast<double>(probe_cpu_ns.load(std::memory_order_relaxed)) / 1e9; }
 
 }  // namespace hostperf::probes

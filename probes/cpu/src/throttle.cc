@@ -9,6 +9,7 @@
 
 #include "hostperf/probes/cpu/stats.h"
 #include "hostperf/probes/cpu/workload.h"
+#include "hostperf/probes/probe_cpu.h"
 
 namespace hostperf::probes::cpu {
 
@@ -42,6 +43,7 @@ class Spinners {
     for (int i = 0; i < count; ++i) {
       try {
         threads_.emplace_back([this] {
+          const ProbeCpuScope charged;  // probe work: charged to the CPU budget
           while (!stop_.load(std::memory_order_relaxed)) {
           }
         });

@@ -254,7 +254,17 @@ class DiskProbe final : public Probe {
         directory_info_(prometheus::BuildGauge()
                             .Name("hostperf_disk_directory_info")
                             .Help("Always 1 for each configured directory; role labels its kind of storage.")
-                            .Register(registry_)) {}
+                            .Register(registry_)),
+        directory_success_(prometheus::BuildGauge()
+                               .Name("hostperf_disk_directory_success")
+                               .Help("1 if the last run of the directory succeeded, else 0 (its throughput and seek "
+                                     "figures are then dropped, not left at their last good value).")
+                               .Register(registry_)),
+        directory_failures_(prometheus::BuildCounter()
+                                .Name("hostperf_disk_directory_failures_total")
+                                .Help("Failed runs of the directory, by reason (every failing directory of a run "
+                                      "counts, not only the first).")
+                                .Register(registry_)) {}
 
   std::string_view Name() const override { return "disk"; }
 
@@ -265,6 +275,13 @@ class DiskProbe final : public Probe {
       for (const auto& path : ConfiguredDirectories(disk)) roles.emplace(path, RoleOf(disk, path));
     }
     std::lock_guard lock(series_mu_);
+    if (generation_ == 0) {
+      // Start-up: the leftovers of runs of a process that no longer runs (a
+      // crash, a kill -9), in every directory they recorded.
+      if (const int removed = CleanRecordedLeftovers(state_directory_); removed > 0) {
+        spdlog::info("disk probe: removed {} leftover scratch file(s) of crashed runs", removed);
+      }
+    }
     ++generation_;
     // A directory no longer configured loses every series (full-run-only
     // directories too): a removed volume must not leave stale series behind
@@ -290,6 +307,13 @@ class DiskProbe final : public Probe {
       // reload), before any run: increase() then alerts on a bad block in the
       // very first run (a series first scraped at 1 has no increase).
       verify_errors_.Add({{"directory", path}});
+      directory_success_.Add({{"directory", path}});
+      // At 0 for every reason from start-up, as hostperf_probe_failures_total:
+      // increase() then sees a directory's first failure.
+      for (const std::string_view reason : kModule.failure_reasons) {
+        directory_failures_.Add({{"directory", path}, {"reason", std::string(reason)}});
+        failure_reasons_.emplace(path, std::string(reason));
+      }
       published_.insert(path);
     }
   }
@@ -320,15 +344,53 @@ class DiskProbe final : public Probe {
       labels["op"] = std::string(OpName(static_cast<DiskOp>(op)));
       RemoveMetric(latency_, labels);
     }
+    RemoveFigures(path);
+    RemoveMetric(directory_success_, dir_label);
+    for (auto it = failure_reasons_.begin(); it != failure_reasons_.end();) {
+      if (it->first == path) {
+        RemoveMetric(directory_failures_, {{"directory", path}, {"reason", it->second}});
+        it = failure_reasons_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    RemoveMetric(read_bytes_, dir_label);
+    RemoveMetric(written_bytes_, dir_label);
+    RemoveMetric(verify_errors_, dir_label);
+  }
+
+  // The throughput and seek figures of one directory. Under series_mu_.
+  void RemoveFigures(const std::string& path) {
+    const prometheus::Labels dir_label = {{"directory", path}};
     for (const DiskTest test : kAllTests) {
       auto labels = dir_label;
       labels["test"] = std::string(TestName(test));
       RemoveMetric(throughput_, labels);
     }
-    RemoveMetric(read_bytes_, dir_label);
-    RemoveMetric(written_bytes_, dir_label);
-    RemoveMetric(verify_errors_, dir_label);
     RemoveMetric(seeks_, dir_label);
+  }
+
+  // A directory that ran has no failure; one that did not is skipped
+  // (scheduled runs without room or budget) or failed.
+  struct DirectoryOutcome {
+    std::optional<Failure> failure;
+    bool skipped = false;
+  };
+
+  // The directory's own outcome (issue 21): success per directory, its
+  // reason counted, and a failed directory's figures dropped. A skip (no
+  // room or budget for a scheduled run) and a cancellation leave them.
+  void RecordDirectory(const Plan& plan, const std::string& path, const DirectoryOutcome& outcome) {
+    if (outcome.skipped || (outcome.failure && outcome.failure->reason == "cancelled")) return;
+    std::lock_guard lock(series_mu_);
+    if (plan.generation != generation_ && !roles_.contains(path)) return;
+    published_.insert(path);
+    const prometheus::Labels dir_label = {{"directory", path}};
+    directory_success_.Add(dir_label).Set(outcome.failure ? 0 : 1);
+    if (!outcome.failure) return;
+    RemoveFigures(path);
+    directory_failures_.Add({{"directory", path}, {"reason", outcome.failure->reason}}).Increment();
+    failure_reasons_.emplace(path, outcome.failure->reason);
   }
   std::vector<std::string> ConfiguredDirectories(const DiskProbeConfig& config) const {
     return config.directories.empty() ? std::vector<std::string>{DefaultDirectory()} : config.directories;
@@ -389,6 +451,7 @@ class DiskProbe final : public Probe {
     for (const auto& path : plan.directories) {
       json dir_json = {{"directory", path}};
       const auto outcome = RunDirectory(ctx, plan, path, cores, share, dir_json, result);
+      RecordDirectory(plan, path, outcome);
       if (outcome.failure) {
         dir_json["error"] = {{"reason", outcome.failure->reason}, {"message", outcome.failure->message}};
         if (outcome.skipped) {
@@ -410,12 +473,6 @@ class DiskProbe final : public Probe {
     return ProbeOutcome::Success(std::move(result));
   }
 
-  // A directory that ran has no failure; one that did not is skipped
-  // (scheduled runs without room or budget) or failed.
-  struct DirectoryOutcome {
-    std::optional<Failure> failure;
-    bool skipped = false;
-  };
   static DirectoryOutcome Failed(Failure failure) { return {std::move(failure), false}; }
 
   // The files of one directory: blocks of max_buffer_size rounded down to the
@@ -502,7 +559,25 @@ class DiskProbe final : public Probe {
     }
     if (ctx.on_report) ctx.on_report(Tagged("directory", dir_json));
 
-    auto created = Workload::Create(dir, MakeWorkloadOptions(plan, *layout));
+    const WorkloadOptions workload_options = MakeWorkloadOptions(plan, *layout);
+    // Recorded in the state directory before the first scratch file exists,
+    // so that the start-up after a crash cleans this directory too, whether
+    // configured or not; the record goes after the files (declared first,
+    // destroyed last).
+    // (A CLI run without a state directory on this host creates none.)
+    std::error_code ec;
+    const bool have_state = !state_directory_.empty() && std::filesystem::is_directory(state_directory_, ec);
+    auto record = have_state ? RunRecord::Create(state_directory_, path, workload_options.run_id)
+                             : Result<std::unique_ptr<RunRecord>>(Failure{"bad_directory", "no state directory"});
+    if (!record.ok() && !have_state) {
+      spdlog::debug("disk probe: no state directory {} to record {} in", state_directory_.string(), path);
+    } else if (!record.ok()) {
+      spdlog::warn(
+          "disk probe: cannot record {} in the state directory ({}); a crash now would leave its scratch "
+          "files for an operator to remove",
+          path, record.error());
+    }
+    auto created = Workload::Create(dir, workload_options);
     if (!created.ok()) return Failed(created.failure());
     Workload& workload = **created;
     std::uint64_t verify_errors = 0;
@@ -618,6 +693,9 @@ class DiskProbe final : public Probe {
   prometheus::Family<prometheus::Gauge>& throughput_;
   prometheus::Family<prometheus::Gauge>& seeks_;
   prometheus::Family<prometheus::Gauge>& directory_info_;
+  prometheus::Family<prometheus::Gauge>& directory_success_;
+  prometheus::Family<prometheus::Counter>& directory_failures_;
+  std::set<std::pair<std::string, std::string>> failure_reasons_;  // (directory, reason) series made
   // Guards the per-directory series against a reload removing them while a
   // run publishes (references from Family::Add are used only under it).
   mutable std::mutex series_mu_;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "hostperf/probes/disk/block.h"
@@ -189,9 +190,188 @@ std::string ScratchFile::Preserve() {
   return kept;
 }
 
-std::string ScratchName(std::uint64_t run_id, std::size_t index) {
-  return std::string(kScratchPrefix) + std::to_string(::getpid()) + "-" + std::to_string(run_id) + "-" +
+std::string ScratchName(std::uint64_t run_id, std::size_t index) { return ScratchName(::getpid(), run_id, index); }
+
+std::string ScratchName(long pid, std::uint64_t run_id, std::size_t index) {
+  return std::string(kScratchPrefix) + std::to_string(pid) + "-" + std::to_string(run_id) + "-" +
          std::to_string(index) + ".dat";
+}
+
+namespace {
+
+std::string ReadSmallFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string content;
+  char buffer[4096];
+  while (in && content.size() < 64 * 1024) {
+    in.read(buffer, sizeof(buffer));
+    content.append(buffer, static_cast<std::size_t>(in.gcount()));
+  }
+  return content;
+}
+
+std::string BootId() {
+  std::string id = ReadSmallFile("/proc/sys/kernel/random/boot_id");
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  return id;
+}
+
+// Field 22 (starttime) of /proc/<pid>/stat; 0 when unreadable.
+std::uint64_t StartTime(long pid) {
+  const std::string stat = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');  // the command may hold spaces and ')'
+  if (close == std::string::npos) return 0;
+  std::size_t at = close + 2;
+  for (int field = 3; field < 22; ++field) {
+    at = stat.find(' ', at);
+    if (at == std::string::npos) return 0;
+    ++at;
+  }
+  return std::strtoull(stat.c_str() + at, nullptr, 10);
+}
+
+// Removes "hostperf-disk-<pid>-<run_id>-<n>.dat" files of ours from `directory`.
+int RemoveRunFiles(const std::string& directory, long pid, std::uint64_t run_id) {
+  const int dir_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return 0;
+  DIR* listing = ::fdopendir(dir_fd);
+  if (listing == nullptr) {
+    ::close(dir_fd);
+    return 0;
+  }
+  const std::string prefix = std::string(kScratchPrefix) + std::to_string(pid) + "-" + std::to_string(run_id) + "-";
+  int removed = 0;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 5 || name.substr(name.size() - 4) != ".dat") {
+      continue;
+    }
+    struct stat st {};
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    bool ours = st.st_size == 0;
+    if (!ours) {
+      const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) continue;
+      std::byte head[8];
+      ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) && HasBlockMagic(head);
+      ::close(fd);
+    }
+    if (ours && ::unlinkat(dir_fd, name.c_str(), 0) == 0) ++removed;
+  }
+  ::closedir(listing);  // closes dir_fd
+  return removed;
+}
+
+struct ParsedRecord {
+  ProcessIdentity owner;
+  std::uint64_t run_id = 0;
+  std::string directory;
+};
+
+std::optional<ParsedRecord> ParseRecord(const std::string& content) {
+  // "hostperf-disk-run 1\nboot_id <id>\npid <n>\nstart_time <n>\nrun_id <n>\ndirectory <path>\n"
+  std::istringstream in(content);
+  std::string magic, key;
+  int version = 0;
+  ParsedRecord record;
+  if (!(in >> magic >> version) || magic != "hostperf-disk-run" || version != 1) return std::nullopt;
+  if (!(in >> key >> record.owner.boot_id) || key != "boot_id") return std::nullopt;
+  if (!(in >> key >> record.owner.pid) || key != "pid" || record.owner.pid <= 0) return std::nullopt;
+  if (!(in >> key >> record.owner.start_time) || key != "start_time") return std::nullopt;
+  if (!(in >> key >> record.run_id) || key != "run_id") return std::nullopt;
+  if (!(in >> key) || key != "directory") return std::nullopt;
+  in.get();  // the space
+  std::getline(in, record.directory);
+  // The last line ends with a newline: a record cut short by a crash (no
+  // scratch file was created after it) does not parse.
+  if (record.directory.empty() || in.eof()) return std::nullopt;
+  return record;
+}
+
+}  // namespace
+
+ProcessIdentity SelfIdentity() {
+  static const ProcessIdentity self = [] {
+    ProcessIdentity id;
+    id.boot_id = BootId();
+    id.pid = ::getpid();
+    id.start_time = StartTime(id.pid);
+    return id;
+  }();
+  return self;
+}
+
+bool IdentityAlive(const ProcessIdentity& identity) {
+  if (identity.boot_id != BootId()) return false;  // rebooted since: nothing of it runs
+  if (!ProcessAlive(static_cast<pid_t>(identity.pid))) return false;
+  // The pid runs: the same process only if it started at the same tick.
+  return StartTime(identity.pid) == identity.start_time;
+}
+
+std::filesystem::path RunRecordDirectory(const std::filesystem::path& state_directory) {
+  return state_directory / "disk-runs";
+}
+
+Result<void> WriteRunRecord(const std::filesystem::path& path, const ProcessIdentity& owner,
+                            const std::string& directory, std::uint64_t run_id) {
+  if (directory.find('\n') != std::string::npos) return Failure{"bad_directory", "a directory name with a newline"};
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const std::string content = "hostperf-disk-run 1\nboot_id " + owner.boot_id + "\npid " + std::to_string(owner.pid) +
+                              "\nstart_time " + std::to_string(owner.start_time) + "\nrun_id " +
+                              std::to_string(run_id) + "\ndirectory " + directory + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError(errno, "cannot create " + path.string());
+  const bool written =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) && ::fsync(fd) == 0;
+  const int error = errno;
+  ::close(fd);
+  if (!written) {
+    ::unlink(path.c_str());
+    return ErrnoError(error, "cannot write " + path.string());
+  }
+  if (const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return {};
+}
+
+Result<std::unique_ptr<RunRecord>> RunRecord::Create(const std::filesystem::path& state_directory,
+                                                     const std::string& directory, std::uint64_t run_id) {
+  if (state_directory.empty()) return Failure{"bad_directory", "no state directory"};
+  std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(directory, ec).lexically_normal().string();
+  const auto path =
+      RunRecordDirectory(state_directory) / (std::to_string(::getpid()) + "-" + std::to_string(run_id) + ".run");
+  if (auto written = WriteRunRecord(path, SelfIdentity(), ec ? directory : absolute, run_id); !written.ok()) {
+    return written.failure();
+  }
+  return std::unique_ptr<RunRecord>(new RunRecord(path));
+}
+
+RunRecord::~RunRecord() { ::unlink(path_.c_str()); }
+
+int CleanRecordedLeftovers(const std::filesystem::path& state_directory) {
+  std::error_code ec;
+  const auto registry = RunRecordDirectory(state_directory);
+  std::filesystem::directory_iterator it(registry, ec);
+  if (ec) return 0;
+  int removed = 0;
+  for (const auto& entry : it) {
+    const auto& path = entry.path();
+    if (path.extension() != ".run" || !entry.is_regular_file(ec)) continue;
+    const auto record = ParseRecord(ReadSmallFile(path));
+    if (record) {
+      if (IdentityAlive(record->owner)) continue;  // a run in progress (the CLI, or this process)
+      removed += RemoveRunFiles(record->directory, record->owner.pid, record->run_id);
+    }
+    // A record cut short by a crash while it was written came before any
+    // scratch file: nothing to clean.
+    std::filesystem::remove(path, ec);
+  }
+  return removed;
 }
 
 void FreeDeleter::operator()(std::byte* p) const { std::free(p); }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hostperf/probes/disk/block.h"
+#include "hostperf/probes/probe_cpu.h"
 
 namespace hostperf::probes::disk {
 namespace {
@@ -95,7 +96,10 @@ class OneSlotRunner {
       wake_.wait(lock, [&] { return stop_ || job_; });
       if (!job_) return;  // stopping with nothing queued
       lock.unlock();
-      job_();  // job_ stays set while it runs, so Submit waits
+      {
+        const ProbeCpuScope charged;  // probe work: charged to the CPU budget
+        job_();                       // job_ stays set while it runs, so Submit waits
+      }
       lock.lock();
       job_ = nullptr;
       idle_.notify_all();
@@ -218,6 +222,7 @@ Result<void> Workload::Run(DiskTest test, Clock::time_point until, const std::at
   threads.reserve(options_.threads);
   for (std::size_t t = 0; t < options_.threads; ++t) {
     threads.emplace_back([&, t] {
+      const ProbeCpuScope charged;  // probe work: charged to the CPU budget
       results[t] = Worker(t, test, until, abort, counters, local[t]);
       if (!results[t].ok()) abort.store(true);
       running.fetch_sub(1);

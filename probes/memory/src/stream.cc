@@ -15,6 +15,8 @@
 #include <system_error>
 #include <thread>
 
+#include "hostperf/probes/probe_cpu.h"
+
 namespace hostperf::probes::memory {
 
 namespace {
@@ -92,6 +94,7 @@ class StreamRunner {
       for (int t = 0; t < options_.threads; ++t) {
         try {
           workers.emplace_back([this, t, &pinned_count] {
+            const ProbeCpuScope charged;  // probe work: charged to the CPU budget
             if (!options_.cpus.empty() && PinSelf(options_.cpus[static_cast<std::size_t>(t)])) ++pinned_count;
             Work(SliceOf(t));
           });

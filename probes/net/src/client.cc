@@ -25,8 +25,9 @@ std::uint32_t RandomSessionId() {
   return rng();
 }
 
-bool SendMessage(int fd, const Message& message, const Secret& secret, Clock::time_point deadline) {
-  const auto bytes = Encode(message, secret);
+bool SendMessage(int fd, const Message& message, const Secret& secret, Clock::time_point deadline,
+                 std::span<const std::uint8_t> binding = {}) {
+  const auto bytes = Encode(message, secret, binding);
   return WriteAll(fd, bytes.data(), bytes.size(), deadline);
 }
 
@@ -45,15 +46,20 @@ bool ReadExact(int fd, std::uint8_t* data, std::size_t size, Clock::time_point d
   return true;
 }
 
-// One authenticated message from a stream; nullopt on EOF, timeout or a bad message.
-std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_point deadline) {
+// One authenticated message from a stream; nullopt on EOF, timeout or a bad
+// message. `peer_version` gets the header's version when it is not ours.
+std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_point deadline,
+                                      std::span<const std::uint8_t> binding = {},
+                                      std::optional<std::uint8_t>* peer_version = nullptr) {
   std::vector<std::uint8_t> buffer(kHeaderSize);
   if (!ReadExact(fd, buffer.data(), kHeaderSize, deadline)) return std::nullopt;
   const std::size_t length = (static_cast<std::size_t>(buffer[12]) << 8) | buffer[13];
   if (length > kMaxPayload) return std::nullopt;
   buffer.resize(kHeaderSize + length + kMacSize);
   if (!ReadExact(fd, buffer.data() + kHeaderSize, length + kMacSize, deadline)) return std::nullopt;
-  return Decode(buffer, secret).message;
+  const Decoded decoded = Decode(buffer, secret, binding);
+  if (decoded.error == DecodeError::kBadVersion && peer_version != nullptr) *peer_version = decoded.version;
+  return decoded.message;
 }
 
 // A control connection that has said hello, and the connection limit the
@@ -61,7 +67,14 @@ std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_
 struct Control {
   Fd fd;
   std::uint32_t peer_max_connections = 0;
+  std::vector<std::uint8_t> binding;  // both nonces: signs every later message
 };
+
+std::string VersionMismatch(const SocketAddress& peer, unsigned version) {
+  return "protocol version mismatch: peer " + peer.ToString() + " speaks protocol version " + std::to_string(version) +
+         ", this host speaks version " + std::to_string(kProtocolVersion) +
+         " (upgrade hostperf on both hosts to the same release)";
+}
 
 // Connects and says hello ("protocol_error" when the peer does not answer it).
 Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline) {
@@ -71,23 +84,26 @@ Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clo
   Message hello;
   hello.type = MessageType::kHello;
   hello.session = RandomSessionId();
+  hello.hello.nonce = RandomNonce();
   if (!SendMessage(fd.get(), hello, secret, deadline)) {
     return Failure{"protocol_error", "hello to " + peer.ToString() + ": send failed"};
   }
-  const auto ack = ReceiveMessage(fd.get(), secret, deadline);
+  std::optional<std::uint8_t> peer_version;
+  const auto ack = ReceiveMessage(fd.get(), secret, deadline, hello.hello.nonce, &peer_version);
+  if (peer_version) return Failure{"protocol_error", VersionMismatch(peer, *peer_version)};
   if (!ack || ack->type != MessageType::kHelloAck) {
     char byte = 0;
     const bool closed = ::recv(fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-    return Failure{"protocol_error", "no hello reply from " + peer.ToString() +
-                                         (closed ? ": it closed the connection (wrong secret, or at its connection "
-                                                   "or rate limit)"
-                                                 : " (wrong secret or not a hostperf responder?)")};
-  }
-  if (ack->hello.version != kProtocolVersion) {
     return Failure{"protocol_error",
-                   "peer " + peer.ToString() + " speaks protocol version " + std::to_string(ack->hello.version)};
+                   "no hello reply from " + peer.ToString() +
+                       (closed ? ": it closed the connection (wrong secret, a responder of another protocol version "
+                                 "than " +
+                                     std::to_string(kProtocolVersion) + ", or at its connection or rate limit)"
+                               : " (wrong secret or not a hostperf responder?)")};
   }
-  return Control{std::move(fd), ack->hello.max_connections};
+  if (ack->hello.version != kProtocolVersion)
+    return Failure{"protocol_error", VersionMismatch(peer, ack->hello.version)};
+  return Control{std::move(fd), ack->hello.max_connections, SessionBinding(hello.hello.nonce, ack->hello.nonce)};
 }
 
 void SleepUntil(Clock::time_point when) {
@@ -292,6 +308,7 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
     return result;
   }
   const Fd fd = std::move(control->fd);
+  const std::vector<std::uint8_t> binding = std::move(control->binding);
   const auto control_deadline = [&] { return Clock::now() + options.connect_timeout; };
   Message start;
   start.type = MessageType::kSessionStart;
@@ -300,12 +317,12 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   start.start.duration_ms = static_cast<std::uint32_t>(
       std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
   start.start.rate_bytes_per_second = options.rate_bytes_per_second;
-  if (!SendMessage(fd.get(), start, secret, control_deadline())) {
+  if (!SendMessage(fd.get(), start, secret, control_deadline(), binding)) {
     result.outcome = SessionOutcome::kProtocolError;
     result.error = "session start: send failed";
     return result;
   }
-  const auto reply = ReceiveMessage(fd.get(), secret, control_deadline());
+  const auto reply = ReceiveMessage(fd.get(), secret, control_deadline(), binding);
   if (!reply) {
     result.outcome = SessionOutcome::kProtocolError;
     result.error = "no reply to session start";
@@ -331,9 +348,10 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
     Message stop;
     stop.type = MessageType::kSessionStop;
     stop.session = start.session;
-    SendMessage(fd.get(), stop, secret, control_deadline());
+    SendMessage(fd.get(), stop, secret, control_deadline(), binding);
   }
-  const auto results = ReceiveMessage(fd.get(), secret, Clock::now() + options.connect_timeout + options.duration);
+  const auto results =
+      ReceiveMessage(fd.get(), secret, Clock::now() + options.connect_timeout + options.duration, binding);
   if (!results || results->type != MessageType::kResults) {
     result.outcome = SessionOutcome::kProtocolError;
     if (result.error.empty()) result.error = "no results from the peer";

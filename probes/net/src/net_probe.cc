@@ -252,7 +252,8 @@ class NetProbe final : public Probe, private ResponderObserver {
         responder_up_(Family(prometheus::BuildGauge(), "hostperf_net_responder_up",
                              "1 while the peer responder serves, else 0.", registry_)
                           .Add({})) {
-    for (const char* reason : {"bad_hmac", "malformed", "rate_limited", "busy", "connection_limit"}) {
+    for (const char* reason :
+         {"bad_hmac", "bad_version", "malformed", "rate_limited", "source_blocked", "busy", "connection_limit"}) {
       dropped_.Add({{"reason", reason}});
     }
     // At 0 from start-up, so that increase() sees the first skip of each reason.

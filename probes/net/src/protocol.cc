@@ -115,6 +115,7 @@ void WritePayload(const Message& m, Writer& w) {
       w.U8(0);
       w.U16(0);
       w.U32(m.hello.max_connections);
+      for (const std::uint8_t byte : m.hello.nonce) w.U8(byte);
       break;
     case MessageType::kPing:
     case MessageType::kPong:
@@ -156,6 +157,7 @@ bool ReadPayload(Reader& r, Message* m) {
       r.U8();
       r.U16();
       m->hello.max_connections = r.U32();
+      for (std::uint8_t& byte : m->hello.nonce) byte = r.U8();
       break;
     case MessageType::kPing:
     case MessageType::kPong:
@@ -250,7 +252,7 @@ std::optional<std::size_t> PayloadSize(MessageType type) {
   switch (type) {
     case MessageType::kHello:
     case MessageType::kHelloAck:
-      return 8;
+      return 8 + kNonceSize;
     case MessageType::kPing:
     case MessageType::kPong:
       return 32;
@@ -268,12 +270,30 @@ std::optional<std::size_t> PayloadSize(MessageType type) {
   return std::nullopt;
 }
 
-std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret) {
+namespace {
+
+// header|payload|binding, the signed bytes.
+void SignedBytes(std::span<const std::uint8_t> message, std::span<const std::uint8_t> binding,
+                 std::vector<std::uint8_t>* out) {
+  out->assign(message.begin(), message.end());
+  out->insert(out->end(), binding.begin(), binding.end());
+}
+
+void MacWithBinding(const Secret& secret, std::span<const std::uint8_t> message, std::span<const std::uint8_t> binding,
+                    std::uint8_t* out) {
+  if (binding.empty()) return Mac(secret, message, out);
+  thread_local std::vector<std::uint8_t> scratch;
+  SignedBytes(message, binding, &scratch);
+  Mac(secret, scratch, out);
+}
+
+std::vector<std::uint8_t> EncodeVersion(const Message& message, const Secret& secret,
+                                        std::span<const std::uint8_t> binding, std::uint8_t version) {
   std::vector<std::uint8_t> out;
   out.reserve(kHeaderSize + 64 + kMacSize);
   Writer w(&out);
   w.U32(kMagic);
-  w.U8(kProtocolVersion);
+  w.U8(version);
   w.U8(static_cast<std::uint8_t>(message.type));
   w.U16(0);
   w.U32(message.session);
@@ -282,11 +302,17 @@ std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret) {
   WritePayload(message, w);
   const std::size_t signed_size = out.size();
   out.resize(signed_size + kMacSize);
-  Mac(secret, std::span(out.data(), signed_size), out.data() + signed_size);
+  MacWithBinding(secret, std::span(out.data(), signed_size), binding, out.data() + signed_size);
   return out;
 }
 
-Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret) {
+}  // namespace
+
+std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret, std::span<const std::uint8_t> binding) {
+  return EncodeVersion(message, secret, binding, kProtocolVersion);
+}
+
+Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::span<const std::uint8_t> binding) {
   Decoded decoded;
   if (data.size() < kHeaderSize) {
     decoded.error = DecodeError::kTruncated;
@@ -303,6 +329,7 @@ Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret) {
     decoded.error = DecodeError::kBadMagic;
     return decoded;
   }
+  decoded.version = version;
   if (version != kProtocolVersion) {
     decoded.error = DecodeError::kBadVersion;
     return decoded;
@@ -323,7 +350,7 @@ Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret) {
   }
   decoded.consumed = total;
   std::uint8_t mac[kMacSize];
-  Mac(secret, data.first(kHeaderSize + length), mac);
+  MacWithBinding(secret, data.first(kHeaderSize + length), binding, mac);
   if (CRYPTO_memcmp(mac, data.data() + kHeaderSize + length, kMacSize) != 0) {
     decoded.error = DecodeError::kBadHmac;
     return decoded;
@@ -359,6 +386,60 @@ std::optional<UdpData> DecodeUdpData(std::span<const std::uint8_t> datagram) {
   data.sent_ns = r.I64();
   if (!r.ok()) return std::nullopt;
   return data;
+}
+
+std::vector<std::uint8_t> SessionBinding(const Nonce& client, const Nonce& responder) {
+  std::vector<std::uint8_t> binding(client.begin(), client.end());
+  binding.insert(binding.end(), responder.begin(), responder.end());
+  return binding;
+}
+
+Nonce RandomNonce() {
+  Nonce nonce{};
+  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
+    std::random_device device;
+    for (auto& byte : nonce) byte = static_cast<std::uint8_t>(device());
+  }
+  return nonce;
+}
+
+// Version 1's hello and hello reply: header | version, 0, 0 (u16), max
+// connections (u32) | HMAC(header|payload).
+constexpr std::size_t kLegacyHelloPayload = 8;
+
+bool IsLegacyHello(std::span<const std::uint8_t> data, const Secret& secret) {
+  if (data.size() < kHeaderSize + kLegacyHelloPayload + kMacSize) return false;
+  Reader header(data.first(kHeaderSize));
+  if (header.U32() != kMagic || header.U8() != kLegacyProtocolVersion ||
+      header.U8() != static_cast<std::uint8_t>(MessageType::kHello)) {
+    return false;
+  }
+  header.U16();
+  header.U32();
+  if (header.U16() != kLegacyHelloPayload) return false;
+  std::uint8_t mac[kMacSize];
+  Mac(secret, data.first(kHeaderSize + kLegacyHelloPayload), mac);
+  return CRYPTO_memcmp(mac, data.data() + kHeaderSize + kLegacyHelloPayload, kMacSize) == 0;
+}
+
+std::vector<std::uint8_t> EncodeLegacyVersionReply(const Secret& secret, std::uint32_t session) {
+  std::vector<std::uint8_t> out;
+  Writer w(&out);
+  w.U32(kMagic);
+  w.U8(kLegacyProtocolVersion);
+  w.U8(static_cast<std::uint8_t>(MessageType::kHelloAck));
+  w.U16(0);
+  w.U32(session);
+  w.U16(kLegacyHelloPayload);
+  w.U16(0);
+  w.U8(kProtocolVersion);  // what the old client reads as the responder's version
+  w.U8(0);
+  w.U16(0);
+  w.U32(0);
+  const std::size_t signed_size = out.size();
+  out.resize(signed_size + kMacSize);
+  Mac(secret, std::span(out.data(), signed_size), out.data() + signed_size);
+  return out;
 }
 
 Secret RandomSecret() {

@@ -27,16 +27,31 @@ constexpr std::size_t kMaxBufferedControl = 4 * kMaxMessage;
 constexpr std::size_t kMaxTrackedSources = 4096;
 // A session whose client vanished is ended this long after its planned end.
 constexpr auto kSessionGrace = std::chrono::seconds(10);
-// A control connection idle this long (no session) is closed.
-constexpr auto kIdleTimeout = std::chrono::seconds(30);
-// A connection that has not said a valid hello this long after its last data
-// is closed: unauthenticated clients must not hold the connection slots.
-constexpr auto kHelloTimeout = std::chrono::seconds(3);
+// A connection that has proven itself (a session start signed over this
+// connection's nonces) and has no session is closed this long after its last
+// whole valid message; trickled bytes do not count.
+constexpr auto kIdleTimeout = std::chrono::seconds(10);
+// A connection that has not proven itself this long after it was accepted
+// is closed, whatever it sends: a hello can be replayed, so it does not
+// prove anything; unauthenticated clients must not hold the connection slots.
+constexpr auto kHandshakeDeadline = std::chrono::seconds(5);
+// A source whose messages failed authentication or parsing this many times
+// within kFailureWindow is ignored (before any HMAC work) for kBlockFor.
+constexpr int kMaxFailuresPerSource = 32;
+constexpr auto kFailureWindow = std::chrono::seconds(10);
+constexpr auto kBlockFor = std::chrono::seconds(30);
 
 // Per-source token bucket.
 struct Bucket {
   double tokens = 0;
   Clock::time_point refilled;
+};
+
+// Failed messages of one source.
+struct Failures {
+  int count = 0;
+  Clock::time_point window_start;
+  Clock::time_point blocked_until;
 };
 
 enum class ConnState { kAwaitHello, kReady, kTcpStreaming, kUdpSession, kClosing };
@@ -47,7 +62,10 @@ struct Connection {
   ConnState state = ConnState::kAwaitHello;
   std::vector<std::uint8_t> in;
   std::vector<std::uint8_t> out;
-  Clock::time_point last_activity;
+  Clock::time_point accepted;
+  Clock::time_point last_message;     // the last whole valid message
+  bool proven = false;                // a message signed over this connection's nonces was received
+  std::vector<std::uint8_t> binding;  // after the hello: client nonce | responder nonce
 };
 
 struct Session {
@@ -167,6 +185,36 @@ class ResponderImpl final : public Responder {
     if (options_.observer) options_.observer->OnRequest(ToString(type));
   }
 
+  bool Blocked(const std::string& source, Clock::time_point now) {
+    const auto it = failures_.find(source);
+    return it != failures_.end() && now < it->second.blocked_until;
+  }
+
+  // A message from `source` failed authentication or parsing.
+  void Fail(const std::string& source, std::string_view reason, Clock::time_point now) {
+    Drop(reason);
+    auto it = failures_.find(source);
+    if (it == failures_.end()) {
+      if (failures_.size() >= kMaxTrackedSources) {
+        std::erase_if(failures_, [&](const auto& entry) {
+          return now >= entry.second.blocked_until && now - entry.second.window_start >= kFailureWindow;
+        });
+        if (failures_.size() >= kMaxTrackedSources) return;
+      }
+      it = failures_.emplace(source, Failures{0, now, {}}).first;
+    }
+    Failures& f = it->second;
+    if (now - f.window_start >= kFailureWindow) {
+      f.count = 0;
+      f.window_start = now;
+    }
+    if (++f.count >= kMaxFailuresPerSource) {
+      f.blocked_until = now + kBlockFor;
+      f.count = 0;
+      f.window_start = now;
+    }
+  }
+
   bool Allow(const std::string& source, Clock::time_point now) {
     const double rate = options_.packets_per_second_per_source;
     auto it = buckets_.find(source);
@@ -239,16 +287,22 @@ class ResponderImpl final : public Responder {
         OnUdpData(*data, datagram.size(), now);
         continue;
       }
-      if (!Allow(from.Host(), now)) {
+      const std::string source = from.Host();
+      if (Blocked(source, now)) {
+        Drop("source_blocked");
+        continue;
+      }
+      if (!Allow(source, now)) {
         Drop("rate_limited");
         continue;
       }
       const Decoded decoded = Decode(datagram, options_.secret);
       if (!decoded.message || decoded.consumed != datagram.size()) {
-        Drop(decoded.error == DecodeError::kBadHmac ? "bad_hmac" : "malformed");
+        Fail(source, FailureReason(decoded.error), now);
         continue;
       }
       Message reply = *decoded.message;
+      std::span<const std::uint8_t> binding;
       if (reply.type == MessageType::kPing) {
         reply.type = MessageType::kPong;
         reply.ping.t2_ns = options_.realtime();
@@ -256,16 +310,29 @@ class ResponderImpl final : public Responder {
         reply.type = MessageType::kHelloAck;
         reply.hello.version = kProtocolVersion;
         reply.hello.max_connections = options_.max_connections;
+        reply.hello.nonce = RandomNonce();
+        binding = decoded.message->hello.nonce;
       } else {
-        Drop("malformed");
+        Fail(source, "malformed", now);
         continue;
       }
       Count(decoded.message->type);
       reply.ping.t3_ns = options_.realtime();
-      const auto bytes = Encode(reply, options_.secret);
+      const auto bytes = Encode(reply, options_.secret, binding);
       // Amplification guard: a reply never exceeds its request.
       if (bytes.size() > datagram.size()) continue;
       ::sendto(fd, bytes.data(), bytes.size(), MSG_DONTWAIT, from.get(), from.length);
+    }
+  }
+
+  static std::string_view FailureReason(DecodeError error) {
+    switch (error) {
+      case DecodeError::kBadHmac:
+        return "bad_hmac";
+      case DecodeError::kBadVersion:
+        return "bad_version";
+      default:
+        return "malformed";
     }
   }
 
@@ -296,9 +363,14 @@ class ResponderImpl final : public Responder {
       Fd fd(
           ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!fd.valid()) return;
-      // Full: the oldest connection still waiting for its hello makes room
-      // (a flood of unauthenticated connections cannot lock peers out), else
-      // the new one is closed at once (the connection-limit test sees EOF).
+      if (Blocked(from.Host(), now)) {
+        Drop("source_blocked");
+        continue;
+      }
+      // Full: the oldest connection that has not proven itself makes room
+      // (a flood of unauthenticated or replayed connections cannot lock
+      // peers out), else the new one is closed at once (the connection-limit
+      // test sees EOF).
       if (connections_.size() >= options_.max_connections && !EvictOldestUnauthenticated()) {
         Drop("connection_limit");
         continue;
@@ -311,7 +383,8 @@ class ResponderImpl final : public Responder {
       ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       Connection conn;
       conn.source = from.Host();
-      conn.last_activity = now;
+      conn.accepted = now;
+      conn.last_message = now;
       const int key = fd.get();
       conn.fd = std::move(fd);
       connections_.emplace(key, std::move(conn));
@@ -326,8 +399,7 @@ class ResponderImpl final : public Responder {
   bool EvictOldestUnauthenticated() {
     auto oldest = connections_.end();
     for (auto it = connections_.begin(); it != connections_.end(); ++it) {
-      if (it->second.state == ConnState::kAwaitHello &&
-          (oldest == connections_.end() || it->second.last_activity < oldest->second.last_activity)) {
+      if (!it->second.proven && (oldest == connections_.end() || it->second.accepted < oldest->second.accepted)) {
         oldest = it;
       }
     }
@@ -354,7 +426,6 @@ class ResponderImpl final : public Responder {
           if (errno == EINTR) continue;
           return Close(fd);
         }
-        conn.last_activity = now;
         if (conn.state == ConnState::kTcpStreaming) {
           OnTcpData(static_cast<std::size_t>(n), now);
           continue;
@@ -384,8 +455,8 @@ class ResponderImpl final : public Responder {
     }
   }
 
-  void Send(Connection& conn, const Message& message) {
-    const auto bytes = Encode(message, options_.secret);
+  void Send(Connection& conn, const Message& message, std::span<const std::uint8_t> binding) {
+    const auto bytes = Encode(message, options_.secret, binding);
     conn.out.insert(conn.out.end(), bytes.begin(), bytes.end());
   }
 
@@ -398,7 +469,7 @@ class ResponderImpl final : public Responder {
   void OnEof(Connection& conn) {
     if (conn.state == ConnState::kTcpStreaming && session_.active && session_.owner_fd == conn.fd.get()) {
       // The client half-closed: the stream was the request, the results the reply.
-      Send(conn, ResultsMessage());
+      Send(conn, ResultsMessage(), conn.binding);
       session_ = Session{};
     }
     conn.state = ConnState::kClosing;
@@ -422,13 +493,25 @@ class ResponderImpl final : public Responder {
   bool ProcessControl(Connection& conn, Clock::time_point now) {
     std::size_t offset = 0;
     while (conn.state != ConnState::kTcpStreaming && conn.state != ConnState::kClosing) {
-      const Decoded decoded = Decode(std::span(conn.in).subspan(offset), options_.secret);
+      const auto data = std::span(conn.in).subspan(offset);
+      const Decoded decoded = Decode(data, options_.secret, conn.binding);
       if (!decoded.message) {
         if (decoded.error == DecodeError::kTruncated && conn.in.size() - offset < kMaxBufferedControl) break;
-        Drop(decoded.error == DecodeError::kBadHmac ? "bad_hmac" : "malformed");
+        if (decoded.error == DecodeError::kBadVersion && conn.state == ConnState::kAwaitHello &&
+            IsLegacyHello(data, options_.secret)) {
+          // A client of the previous release: tell it our version in its
+          // own format, then close.
+          const auto reply = EncodeLegacyVersionReply(options_.secret, 0);
+          conn.out.insert(conn.out.end(), reply.begin(), reply.end());
+          Drop("bad_version");
+          conn.state = ConnState::kClosing;
+          break;
+        }
+        Fail(conn.source, FailureReason(decoded.error), now);
         return false;
       }
       offset += decoded.consumed;
+      conn.last_message = now;
       if (!HandleControl(conn, *decoded.message, now)) return false;
     }
     if (conn.state == ConnState::kTcpStreaming && offset < conn.in.size()) {
@@ -448,12 +531,15 @@ class ResponderImpl final : public Responder {
         Count(message.type);
         reply.type = MessageType::kHelloAck;
         reply.hello.max_connections = options_.max_connections;
-        Send(conn, reply);
+        reply.hello.nonce = RandomNonce();
+        Send(conn, reply, message.hello.nonce);
+        conn.binding = SessionBinding(message.hello.nonce, reply.hello.nonce);
         conn.state = ConnState::kReady;
         return true;
       case ConnState::kReady:
         if (message.type != MessageType::kSessionStart) break;
         Count(message.type);
+        conn.proven = true;  // signed over this connection's fresh nonce
         if (session_.active) {
           Drop("busy");
           reply.type = MessageType::kBusy;
@@ -472,12 +558,12 @@ class ResponderImpl final : public Responder {
           reply.accept.token = session_.token;
           conn.state = message.start.test == ThroughputTest::kTcp ? ConnState::kTcpStreaming : ConnState::kUdpSession;
         }
-        Send(conn, reply);
+        Send(conn, reply, conn.binding);
         return true;
       case ConnState::kUdpSession:
         if (message.type != MessageType::kSessionStop) break;
         Count(message.type);
-        Send(conn, ResultsMessage());
+        Send(conn, ResultsMessage(), conn.binding);
         session_ = Session{};
         conn.state = ConnState::kReady;
         return true;
@@ -485,7 +571,7 @@ class ResponderImpl final : public Responder {
       case ConnState::kClosing:
         break;
     }
-    Drop("malformed");  // a message that does not fit the connection's state
+    Fail(conn.source, "malformed", now);  // a message that does not fit the connection's state
     return false;
   }
 
@@ -494,8 +580,10 @@ class ResponderImpl final : public Responder {
     std::vector<int> idle;
     for (const auto& [fd, conn] : connections_) {
       const bool in_session = session_.active && session_.owner_fd == fd;
-      const auto timeout = conn.state == ConnState::kAwaitHello ? kHelloTimeout : kIdleTimeout;
-      if (!in_session && now - conn.last_activity > timeout) idle.push_back(fd);
+      if (in_session) continue;  // bounded by the session's expiry
+      if (!conn.proven ? now - conn.accepted > kHandshakeDeadline : now - conn.last_message > kIdleTimeout) {
+        idle.push_back(fd);
+      }
     }
     for (const int fd : idle) Close(fd);
   }
@@ -505,6 +593,7 @@ class ResponderImpl final : public Responder {
   std::vector<std::uint16_t> ports_;
   std::map<int, Connection> connections_;
   std::map<std::string, Bucket> buckets_;
+  std::map<std::string, Failures> failures_;
   Session session_;
   std::mt19937_64 rng_;
   Fd wake_;

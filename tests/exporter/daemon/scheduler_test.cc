@@ -808,6 +808,37 @@ TEST(ImpactGateSchedulerTest, CpuBudgetSkipsRunsOnceSpentAndResumesWhenTheHourMo
   EXPECT_EQ(h.Metric("hostperf_budget_cpu_used_seconds"), 0.0);
 }
 
+// Issue 21, defect 3: runs skipped for budget_exhausted left
+// hostperf_probe_success at 1 for ever. Once no run has happened for longer
+// than the interval, the schedule is marked suspended and success is 0.
+TEST(ImpactGateSchedulerTest, ASuspendedScheduleIsVisibleAndSuccessIsNotLeftAtOne) {
+  ProcRoot proc;
+  GatedHarness h(proc.path());
+  h.scheduler.ApplyConfig(GatedConfig());
+  EXPECT_EQ(h.Metric("hostperf_probe_schedule_suspended", {{"probe", "cpu"}}), 0.0);
+  auto next = h.scheduler.RunDue();
+  ASSERT_EQ(h.cpu.runs(), 1);
+  EXPECT_EQ(h.Metric("hostperf_probe_success", {{"probe", "cpu"}}), 1.0);
+  h.cpu_seconds = 112;  // the budget is spent
+  h.clock.Set(next);
+  next = h.scheduler.RunDue();
+  ASSERT_EQ(h.cpu.runs(), 1);
+  // One interval since the last run: not yet suspended.
+  EXPECT_EQ(h.Metric("hostperf_probe_schedule_suspended", {{"probe", "cpu"}}), 0.0);
+  EXPECT_EQ(h.Metric("hostperf_probe_success", {{"probe", "cpu"}}), 1.0);
+  h.clock.Set(next);
+  next = h.scheduler.RunDue();
+  ASSERT_EQ(h.cpu.runs(), 1);
+  EXPECT_EQ(h.Metric("hostperf_probe_schedule_suspended", {{"probe", "cpu"}}), 1.0);
+  EXPECT_EQ(h.Metric("hostperf_probe_success", {{"probe", "cpu"}}), 0.0) << "stale at 1 before";
+  // The hour moves on: the next run clears it.
+  h.clock.Advance(61min);
+  h.scheduler.RunDue();
+  EXPECT_EQ(h.cpu.runs(), 2);
+  EXPECT_EQ(h.Metric("hostperf_probe_schedule_suspended", {{"probe", "cpu"}}), 0.0);
+  EXPECT_EQ(h.Metric("hostperf_probe_success", {{"probe", "cpu"}}), 1.0);
+}
+
 TEST(ImpactGateSchedulerTest, FullRunCpuTimeIsNotChargedToTheSchedule) {
   ProcRoot proc;
   GatedHarness h(proc.path());

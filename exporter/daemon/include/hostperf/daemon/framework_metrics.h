@@ -28,6 +28,9 @@ class FrameworkMetrics {
   void RecordRun(std::string_view probe, const probes::ProbeOutcome& outcome, std::chrono::nanoseconds duration,
                  double finished_unix_seconds);
   void RecordSkip(std::string_view probe, std::string_view reason);
+  // Scheduled runs have been skipped for longer than the interval (the
+  // latest for `reason`): suspended 1 and success 0 until the next run.
+  void RecordSuspended(std::string_view probe, std::string_view reason);
 
   // The reasons the framework itself records for any probe.
   static std::span<const std::string_view> FrameworkFailureReasons();
@@ -42,6 +45,7 @@ class FrameworkMetrics {
   prometheus::Family<prometheus::Counter>& runs_;
   prometheus::Family<prometheus::Counter>& failures_;
   prometheus::Family<prometheus::Counter>& skipped_;
+  prometheus::Family<prometheus::Gauge>& suspended_;
 };
 
 }  // namespace hostperf::exporter

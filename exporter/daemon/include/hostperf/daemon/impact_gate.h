@@ -9,6 +9,7 @@
 #include "hostperf/base/clock.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/impact_budget.h"
+#include "hostperf/probes/probe_cpu.h"
 
 namespace prometheus {
 class Gauge;
@@ -20,7 +21,8 @@ namespace hostperf::exporter {
 struct ImpactGateOptions {
   // Where pressure/cpu and pressure/io (Linux PSI) are read.
   std::filesystem::path proc_root = "/proc";
-  // The whole process's user + system CPU time; empty: getrusage(RUSAGE_SELF).
+  // CPU seconds of probe work so far; empty: probes::ProbeCpuSeconds() (the
+  // threads running probes, not the whole process: see ProbeCpuScope).
   std::function<double()> process_cpu_seconds;
 };
 
@@ -30,9 +32,10 @@ struct ImpactSkip {
   std::string message;
 };
 
-// The scheduler's side of the impact budget: charges the sidecar's own CPU
-// time to the hourly budget (all of it, scrapes and the responder included,
-// but not the time of operator-triggered full runs), refuses scheduled runs
+// The scheduler's side of the impact budget: charges the probes' own CPU
+// time to the hourly budget (the threads that run probe work; not scrapes,
+// HTTP, password checks or the peer responder, and not the time of
+// operator-triggered full runs), refuses scheduled runs
 // once the CPU budget is spent or while the host is under pressure, and
 // exports hostperf_budget_* and the pressure it saw. Probes spend disk and
 // network bytes from budget() themselves.

@@ -82,7 +82,14 @@ class Scheduler {
     std::optional<double> last_run_unix_seconds;
     std::chrono::nanoseconds last_duration{0};
     std::optional<probes::ProbeOutcome> last_outcome;
+    // When the last run with a result ended, else when the schedule was enabled: skips
+    // for longer than the interval after it mark the schedule suspended.
+    std::chrono::steady_clock::time_point ran_or_enabled{};
   };
+  // A scheduled run did not happen: counts the skip and, once runs have
+  // been skipped for longer than the interval, marks the schedule suspended
+  // (hostperf_probe_schedule_suspended 1, hostperf_probe_success 0).
+  void Skipped(Entry& entry, std::string_view reason, std::chrono::steady_clock::time_point now);
 
   std::chrono::nanoseconds JitteredInterval(std::chrono::nanoseconds interval);  // needs mu_
   std::chrono::nanoseconds FirstRunDelay(std::chrono::nanoseconds interval);     // needs mu_

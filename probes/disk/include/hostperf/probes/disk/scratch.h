@@ -80,6 +80,54 @@ class ScratchFile {
 
 // "hostperf-disk-<pid>-<run>-<index>.dat"
 std::string ScratchName(std::uint64_t run_id, std::size_t index);
+std::string ScratchName(long pid, std::uint64_t run_id, std::size_t index);
+
+// The registry of directories in use (issue 21, defect 6): before a run
+// writes its first scratch file into a directory, whichever directory (a
+// configured one, or one given to a full run on the API or the CLI), it
+// records it under <state_directory>/disk-runs/<run id>.run, with what
+// identifies this process across pid reuse and reboots: the boot id
+// (/proc/sys/kernel/random/boot_id), the pid and the process start time
+// (/proc/self/stat field 22). The record goes once the run's files are gone
+// (or preserved). At start-up, CleanRecordedLeftovers() removes the scratch
+// files of every record whose process no longer runs: exactly that run's
+// names ("hostperf-disk-<pid>-<run id>-<n>.dat"), regular files of ours that
+// are empty or start with the block magic; then the record. A live process
+// that took the pid after a reboot does not protect them (its boot id or
+// start time differ); files renamed by preserve_files are never touched.
+struct ProcessIdentity {
+  std::string boot_id;
+  long pid = 0;
+  std::uint64_t start_time = 0;  // clock ticks since boot
+  bool operator==(const ProcessIdentity&) const = default;
+};
+ProcessIdentity SelfIdentity();
+// Whether the process a record names still runs (this process included).
+bool IdentityAlive(const ProcessIdentity& identity);
+
+class RunRecord {
+ public:
+  // Writes (and fsyncs) the record; a failure says why (the run goes on
+  // without one, logged: a CLI without a writable state directory).
+  static Result<std::unique_ptr<RunRecord>> Create(const std::filesystem::path& state_directory,
+                                                   const std::string& directory, std::uint64_t run_id);
+  ~RunRecord();  // removes the record
+  RunRecord(const RunRecord&) = delete;
+  RunRecord& operator=(const RunRecord&) = delete;
+
+ private:
+  explicit RunRecord(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path path_;
+};
+
+// Start-up: cleans the leftovers of every record of a process that no
+// longer runs and removes those records. Returns the files removed.
+int CleanRecordedLeftovers(const std::filesystem::path& state_directory);
+// The registry directory under the state directory.
+std::filesystem::path RunRecordDirectory(const std::filesystem::path& state_directory);
+// For tests: a record as another process would have written it.
+Result<void> WriteRunRecord(const std::filesystem::path& path, const ProcessIdentity& owner,
+                            const std::string& directory, std::uint64_t run_id);
 
 // Aligned heap buffer for O_DIRECT.
 struct FreeDeleter {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -10,22 +11,36 @@
 
 namespace hostperf::probes::net {
 
-// hostperf peer protocol, version 1. Every message is
-//   header (16 bytes, big-endian) | payload | HMAC-SHA256(secret, header|payload) (32 bytes)
+// hostperf peer protocol, version 2. Every message is
+//   header (16 bytes, big-endian) | payload | HMAC-SHA256(secret, header|payload|binding) (32 bytes)
 // header: magic "HPNT", version, type, reserved (2), session id (4), payload length (2), reserved (2).
 // UDP carries one message per datagram; TCP carries messages back to back
 // (the header gives the length). The only unauthenticated bytes are the bulk
 // data of an accepted throughput session, which carry that session's token.
+//
+// Freshness (version 2): a TCP hello carries a random client nonce; the hello
+// reply carries a random responder nonce and is signed over the client's
+// nonce; every later message on that connection, both ways, is signed over
+// both nonces (the binding, which is not sent). A captured hello replayed
+// gets a new responder nonce, so the captured session start that follows
+// fails its HMAC. UDP pings are stateless echoes (no binding): a replayed
+// ping only earns a pong no larger than itself, within the per-source limit.
+// Version 1 (no nonces) is refused; a version-1 hello signed with the right
+// secret is answered in version-1 format with version 2 in its payload, so
+// that an old client reports "peer speaks protocol version 2".
 inline constexpr std::uint32_t kMagic = 0x48504e54;  // "HPNT"
-inline constexpr std::uint8_t kProtocolVersion = 1;
+inline constexpr std::uint8_t kProtocolVersion = 2;
+inline constexpr std::uint8_t kLegacyProtocolVersion = 1;
+inline constexpr std::size_t kNonceSize = 16;
+using Nonce = std::array<std::uint8_t, kNonceSize>;
 inline constexpr std::size_t kHeaderSize = 16;
 inline constexpr std::size_t kMacSize = 32;
 inline constexpr std::size_t kMaxPayload = 1024;
 inline constexpr std::size_t kMaxMessage = kHeaderSize + kMaxPayload + kMacSize;
 
 enum class MessageType : std::uint8_t {
-  kHello = 1,         // client -> responder: version check; payload: client version
-  kHelloAck = 2,      // responder -> client: payload: responder version, max connections
+  kHello = 1,         // client -> responder: version check; payload: client version, client nonce
+  kHelloAck = 2,      // responder -> client: payload: responder version, max connections, responder nonce
   kPing = 3,          // UDP: seq, t1 and two zeroed slots (so that a pong is never larger)
   kPong = 4,          // UDP: seq, t1, t2 (responder receive), t3 (responder send)
   kSessionStart = 5,  // TCP: test (tcp|udp), duration, rate; answered by kAccept, kBusy or kDenied
@@ -42,6 +57,7 @@ enum class ThroughputTest : std::uint8_t { kTcp = 1, kUdp = 2 };
 struct Hello {
   std::uint8_t version = kProtocolVersion;
   std::uint32_t max_connections = 0;  // in kHelloAck
+  Nonce nonce{};                      // kHello: the client's; kHelloAck: the responder's
 };
 struct Ping {
   std::uint32_t seq = 0;
@@ -82,16 +98,31 @@ struct Decoded {
   std::optional<Message> message;
   DecodeError error = DecodeError::kMalformed;  // when !message
   std::size_t consumed = 0;                     // bytes of one whole message (also on kBadHmac/kMalformed)
+  std::uint8_t version = 0;                     // the header's version byte (set from kBadVersion on)
 };
 
 using Secret = std::vector<std::uint8_t>;
 
-std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret);
+// `binding` is signed but not sent: empty for hello and UDP messages, the
+// client nonce for the hello reply, SessionBinding() for every later message
+// of a TCP connection.
+std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret,
+                                 std::span<const std::uint8_t> binding = {});
 // Decodes one message at the start of `data`. Never reads past `data`.
 // kTruncated means "need more bytes" on a stream.
-Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret);
-// Payload length of a message type (fixed per type in version 1).
+Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::span<const std::uint8_t> binding = {});
+// Payload length of a message type (fixed per type in version 2).
 std::optional<std::size_t> PayloadSize(MessageType type);
+
+// The binding of a TCP connection's messages after the hello: both nonces.
+std::vector<std::uint8_t> SessionBinding(const Nonce& client, const Nonce& responder);
+Nonce RandomNonce();
+
+// A version-1 hello signed with `secret` (what a client of the previous
+// release sends first); and the version-1 hello reply that tells it this
+// responder speaks kProtocolVersion.
+bool IsLegacyHello(std::span<const std::uint8_t> data, const Secret& secret);
+std::vector<std::uint8_t> EncodeLegacyVersionReply(const Secret& secret, std::uint32_t session);
 
 // Bulk UDP throughput datagram: magic "HPUD", token, seq, send time, filler.
 inline constexpr std::uint32_t kUdpDataMagic = 0x48505544;

@@ -16,7 +16,8 @@ class ResponderObserver {
  public:
   virtual ~ResponderObserver() = default;
   virtual void OnRequest(std::string_view type) = 0;
-  // reason: bad_hmac, malformed, rate_limited, busy, connection_limit
+  // reason: bad_hmac, bad_version, malformed, rate_limited, source_blocked, busy,
+  // connection_limit
   virtual void OnDrop(std::string_view reason) = 0;
 };
 
