@@ -319,6 +319,20 @@ Result<std::string> ToCivetwebPorts(const std::string& listen_address) {
   return R(host + ":" + port);
 }
 
+std::string ClientSourceKey(const std::string& address) {
+  sockaddr_storage storage{};
+  auto& in = reinterpret_cast<sockaddr_in&>(storage);
+  auto& in6 = reinterpret_cast<sockaddr_in6&>(storage);
+  if (inet_pton(AF_INET, address.c_str(), &in.sin_addr) == 1) {
+    storage.ss_family = AF_INET;
+  } else if (inet_pton(AF_INET6, address.c_str(), &in6.sin6_addr) == 1) {
+    storage.ss_family = AF_INET6;
+  } else {
+    return address;
+  }
+  return SourceKey(storage);
+}
+
 HttpServer::HttpServer(HttpServerOptions options, std::map<std::string, HttpHandler> routes)
     : options_(std::move(options)), routes_(std::move(routes)) {}
 

@@ -262,7 +262,7 @@ std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
     const bool known = user != users.end();
     if (known && cache_.Contains(credentials->user, credentials->password, user->second)) return std::nullopt;
     // Not verified before: bcrypt, within the limiter's budget.
-    if (!limiter_.Admit(request.remote_address, std::chrono::steady_clock::now())) {
+    if (!limiter_.Admit(ClientSourceKey(request.remote_address), std::chrono::steady_clock::now())) {
       ++auth_failures_;
       ++auth_rate_limited_;
       std::this_thread::sleep_for(limiter_.refusal_delay());

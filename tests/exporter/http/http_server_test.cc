@@ -443,6 +443,15 @@ TEST_F(HttpServerTest, AbsoluteFormOptionsStarAndAmbiguousLengths) {
   EXPECT_EQ(Exchange(port_, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody").status, 200);
 }
 
+TEST(ClientSourceKeyTest, Ipv4AsIsIpv6ByItsSlash64) {
+  EXPECT_EQ(ClientSourceKey("192.0.2.7"), "192.0.2.7");
+  EXPECT_EQ(ClientSourceKey("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+  EXPECT_EQ(ClientSourceKey("2001:db8:1:2::9"), ClientSourceKey("2001:db8:1:2:ffff::1"));
+  EXPECT_NE(ClientSourceKey("2001:db8:1:2::9"), ClientSourceKey("2001:db8:1:3::9"));
+  EXPECT_EQ(ClientSourceKey("::ffff:192.0.2.7"), "192.0.2.7");
+  EXPECT_EQ(ClientSourceKey("not an address"), "not an address");
+}
+
 TEST(HttpServerStartTest, RejectsABadListenAddressBeforeBinding) {
   HttpServerOptions options;
   options.listen_address = "example.com:80";

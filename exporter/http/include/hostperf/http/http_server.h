@@ -133,6 +133,11 @@ class HttpServer {
   mg_context* context_ = nullptr;
 };
 
+// What per-client limits count by, from a numeric address as in
+// HttpRequest::remote_address: an IPv4 address, or an IPv6 /64 ("2001:db8::/64";
+// v4-mapped addresses as IPv4). Unparsable text is returned as is.
+std::string ClientSourceKey(const std::string& address);
+
 // Translates Prometheus' listen-address syntax to CivetWeb's listening_ports.
 Result<std::string> ToCivetwebPorts(const std::string& listen_address);
 
