@@ -51,7 +51,8 @@ TEST(FullRunCalendar, AcceleratedCalendarSubmitsAFullRunByItself) {
   TempDir dir;
   const std::string config =
       dir.Write("c.toml", CalendarConfig(dir, "array_elements = 200000\niterations = 2\nthreads = 1\n"));
-  ChildProcess daemon(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"});
+  ChildProcess daemon(HOSTPERF_EXPORTER_BIN,
+                      {"--config.file=" + config, "--web.listen-address=127.0.0.1:0", "--web.enable-lifecycle"});
   const int port = daemon.ListeningPort();
   ASSERT_GT(port, 0) << daemon.Stderr();
 

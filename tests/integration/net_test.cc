@@ -69,7 +69,8 @@ class NetDaemon {
             "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\n" +
             extra);
     process_ = std::make_unique<ChildProcess>(
-        HOSTPERF_EXPORTER_BIN, std::vector<std::string>{"--config.file=" + config, "--web.listen-address=127.0.0.1:0"});
+        HOSTPERF_EXPORTER_BIN, std::vector<std::string>{"--config.file=" + config, "--web.listen-address=127.0.0.1:0",
+                                                        "--web.enable-lifecycle"});
   }
 
   int HttpPort() {

@@ -45,7 +45,8 @@ std::string ApiConfig(const TempDir& dir, const std::string& token_file) {
 class ApiDaemon {
  public:
   explicit ApiDaemon(const std::string& config_file)
-      : process_(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config_file, "--web.listen-address=127.0.0.1:0"}) {}
+      : process_(HOSTPERF_EXPORTER_BIN,
+                 {"--config.file=" + config_file, "--web.listen-address=127.0.0.1:0", "--web.enable-lifecycle"}) {}
 
   int Port() {
     if (port_ == 0) port_ = process_.ListeningPort();

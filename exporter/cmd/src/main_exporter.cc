@@ -40,6 +40,7 @@ Flags:
   --web.telemetry-path=PATH   path of the metrics endpoint (default "/metrics")
   --web.config.file=PATH      TLS and basic auth (exporter-toolkit YAML format); re-read
                               when it or its TLS files change, and on SIGHUP
+  --web.enable-lifecycle      serve POST /-/reload (off by default; SIGHUP always reloads)
   --log.level=LEVEL           debug, info, warn or error (default info)
   --log.format=FORMAT         logfmt or json (default logfmt)
   --help                      show this help and exit
@@ -60,7 +61,7 @@ int Fail(const std::string& message) {
 Result<exporter::ParsedFlags> ParseExporterFlags(int argc, char** argv) {
   const exporter::FlagSpec spec{
       {"config.file", "web.listen-address", "web.telemetry-path", "web.config.file", "log.level", "log.format"},
-      {"config.check", "help", "version"}};
+      {"config.check", "web.enable-lifecycle", "help", "version"}};
   return exporter::ParseFlags(std::vector<std::string>(argv + 1, argv + argc), spec);
 }
 
@@ -101,11 +102,8 @@ Result<exporter::DaemonOptions> DaemonOptionsFromFlags(const exporter::ParsedFla
   options.listen_address = flags.Get("web.listen-address").value_or(":9580");
   options.telemetry_path = flags.Get("web.telemetry-path").value_or("/metrics");
   options.web_security = std::move(web_security);
-  if (options.telemetry_path.empty() || options.telemetry_path.front() != '/' || options.telemetry_path == "/" ||
-      options.telemetry_path.rfind("/-/", 0) == 0) {
-    return Result<exporter::DaemonOptions>::Error(
-        "--web.telemetry-path must start with / and not clash with / or /-/: \"" + options.telemetry_path + "\"");
-  }
+  options.enable_lifecycle = flags.Has("web.enable-lifecycle");
+  if (auto checked = exporter::CheckTelemetryPath(options.telemetry_path); !checked) return checked.failure();
   return options;
 }
 

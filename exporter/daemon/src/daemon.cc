@@ -4,6 +4,8 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cctype>
 #include <random>
 #include <system_error>
 
@@ -42,6 +44,30 @@ HttpResponse MethodNotAllowed(const char* allow) {
 }
 
 }  // namespace
+
+bool IsReservedPath(const std::string& path) {
+  if (path == "/" || path.rfind("/-/", 0) == 0 || path == "/-") return true;
+  const std::string runs(kRunsPath);
+  return path == runs || path.rfind(runs + "/", 0) == 0;
+}
+
+Result<void> CheckTelemetryPath(const std::string& path) {
+  const auto bad = [&](const std::string& why) {
+    return Result<void>::Error("bad_config", "--web.telemetry-path \"" + path + "\" " + why);
+  };
+  if (path.empty() || path.front() != '/') return bad("must start with /");
+  for (const unsigned char c : path) {
+    if (c <= ' ' || c == 0x7f || c == '?' || c == '#' || c == '%') {
+      return bad("must be a plain path (no query, fragment, escapes, spaces or control characters)");
+    }
+  }
+  if (path.size() > 1 && path.back() == '/') return bad("must not end with /");
+  if (IsReservedPath(path)) {
+    return bad("collides with an endpoint of hostperf_exporter (/, /-/healthy, /-/ready, /-/reload, " +
+               std::string(kRunsPath) + ")");
+  }
+  return {};
+}
 
 std::unique_ptr<ServiceNotifier> MakeSystemdNotifier() { return std::make_unique<SystemdNotifier>(); }
 
@@ -135,6 +161,14 @@ void Daemon::RegisterMetrics() {
                            .Add({});
   reload_successful_->Set(1);
   reload_timestamp_->Set(clock_.UnixSeconds());
+  connections_evicted_ =
+      &prometheus::BuildCounter()
+           .Name("hostperf_http_connections_evicted_total")
+           .Help(
+               "Web connections shut down because their source address held more than the per-source limit "
+               "(the oldest one not inside a request goes).")
+           .Register(*registry_)
+           .Add({});
 }
 
 void Daemon::StartProbes() {
@@ -189,6 +223,7 @@ std::map<std::string, HttpHandler> Daemon::Routes() {
       calendar_->Metrics()};
   if (options_.web_security) collectables.push_back(options_.web_security);  // auth failures, web config reloads
   std::map<std::string, HttpHandler> routes;
+  // CheckTelemetryPath (at start) keeps it off every other route.
   routes[options_.telemetry_path] = MetricsHandler(std::move(collectables));
   routes["/"] = [this](const HttpRequest& request) { return HandleLanding(request); };
   routes["/-/healthy"] = [](const HttpRequest&) { return HttpResponse::Text(200, "Healthy"); };
@@ -206,6 +241,8 @@ Result<void> Daemon::StartHttp() {
   HttpServerOptions http;
   http.listen_address = options_.listen_address;
   http.guard = options_.web_security;
+  http.on_connection_evicted = [counter = connections_evicted_] { counter->Increment(); };
+  if (auto checked = CheckTelemetryPath(options_.telemetry_path); !checked) return checked;
   auto server = HttpServer::Start(http, Routes());
   if (!server) return server.failure();
   server_ = std::move(server).value();
@@ -294,9 +331,28 @@ HttpResponse Daemon::HandleLanding(const HttpRequest& request) const {
 }
 
 HttpResponse Daemon::HandleReload(const HttpRequest& request) {
-  if (request.method != "POST" && request.method != "PUT") return MethodNotAllowed("POST");
+  if (!options_.enable_lifecycle) {
+    return HttpResponse::Text(403, "Lifecycle API is not enabled (start with --web.enable-lifecycle; SIGHUP reloads)");
+  }
+  if (request.method != "POST") return MethodNotAllowed("POST");
+  // A browser sends a cross-site "simple request" (a form, a no-cors
+  // fetch) without asking first: such requests carry Origin or
+  // Sec-Fetch-Site, or a form's Content-Type. curl, Ansible, scripts send
+  // none of these.
+  const std::string site = request.Header("sec-fetch-site");
+  std::string type = request.Header("content-type");
+  type = type.substr(0, type.find(';'));
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  if (!request.Header("origin").empty() || (!site.empty() && site != "none") ||
+      type == "application/x-www-form-urlencoded" || type == "multipart/form-data" || type == "text/plain") {
+    return HttpResponse::Text(403,
+                              "cross-site requests to /-/reload are refused (no Origin, Sec-Fetch-Site or "
+                              "form Content-Type)");
+  }
   const auto reloaded = Reload();
-  if (!reloaded) return HttpResponse::Text(500, "failed to reload config: " + reloaded.error());
+  // The config's error text stays in the log: it may name files and values.
+  if (!reloaded) return HttpResponse::Text(500, "config reload failed; the previous config stays (see the log)");
   return HttpResponse::Text(200, "config reloaded");
 }
 

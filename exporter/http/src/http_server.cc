@@ -1,11 +1,20 @@
 #include "hostperf/http/http_server.h"
 
+#include <arpa/inet.h>
 #include <civetweb.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace hostperf::exporter {
 namespace {
@@ -48,6 +57,10 @@ std::string_view StatusText(int status) {
       return "Payload Too Large";
     case 500:
       return "Internal Server Error";
+    case 429:
+      return "Too Many Requests";
+    case 501:
+      return "Not Implemented";
     case 503:
       return "Service Unavailable";
     default:
@@ -66,7 +79,205 @@ void SendResponse(mg_connection* connection, const HttpResponse& response, bool 
   if (!head_only && !response.body.empty()) mg_write(connection, response.body.data(), response.body.size());
 }
 
+// "addr:port" of a socket address, as CivetWeb prints remote_addr.
+std::string PeerText(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  int port = 0;
+  if (address.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+    inet_ntop(AF_INET, &in.sin_addr, text, sizeof(text));
+    port = ntohs(in.sin_port);
+  } else {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+    port = ntohs(in6.sin6_port);
+  }
+  return std::string(text) + ":" + std::to_string(port);
+}
+
+// What the per-source limit counts by: an IPv4 address, or an IPv6 /64 (one
+// host usually owns a whole /64).
+std::string SourceKey(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (address.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text, sizeof(text));
+    return text;
+  }
+  const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(address).sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(&a)) {
+    inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
+    return text;
+  }
+  in6_addr prefix{};
+  std::memcpy(prefix.s6_addr, a.s6_addr, 8);
+  inet_ntop(AF_INET6, &prefix, text, sizeof(text));
+  return std::string(text) + "/64";
+}
+
+int LocalPort(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  return -1;
+}
+
+// Set when CivetWeb itself answered the connection's request with an error
+// (its http_error callback), so that the connection_close callback does not
+// answer it a second time. CivetWeb serves a connection on one worker thread
+// from init_connection to connection_close.
+thread_local bool t_error_sent = false;
+
+// The path and query of an absolute-form target ("http://host:1/a?b"), or
+// nullopt if `target` is not one.
+std::optional<std::pair<std::string, std::string>> AbsoluteFormPath(const std::string& target) {
+  const std::string lower = Lower(target.substr(0, 8));
+  std::size_t start = 0;
+  if (lower.rfind("http://", 0) == 0) {
+    start = 7;
+  } else if (lower.rfind("https://", 0) == 0) {
+    start = 8;
+  } else {
+    return std::nullopt;
+  }
+  const auto slash = target.find_first_of("/?", start);
+  if (slash == start) return std::nullopt;  // no authority
+  std::string rest = slash == std::string::npos ? "/" : target.substr(slash);
+  if (rest.front() == '?') rest = "/" + rest;
+  const auto question = rest.find('?');
+  if (question == std::string::npos) return std::make_pair(rest, std::string());
+  return std::make_pair(rest.substr(0, question), rest.substr(question + 1));
+}
+
 }  // namespace
+
+// Every open connection to the server's ports, found by walking the
+// process's descriptors (CivetWeb 1.15 has no accept hook and tells its
+// init_connection callback nothing about the connection), keyed by socket
+// inode so that a descriptor number reused for another socket is not
+// mistaken for the old one. A walk registers new connections and forgets
+// closed ones; a source over the limit gets its oldest connection that is
+// not inside a request shut down. Shutting a socket down makes the worker
+// that reads it (or will) see EOF at once and move on.
+class HttpServer::ConnectionTable {
+ public:
+  ConnectionTable(int per_source, std::function<void()> on_evicted)
+      : per_source_(per_source), on_evicted_(std::move(on_evicted)) {}
+
+  // The ports bound (known once the server listens); no walk before.
+  void SetPorts(std::vector<int> ports) {
+    std::lock_guard lock(mu_);
+    ports_ = std::move(ports);
+  }
+
+  void Scan() {
+    {
+      std::lock_guard lock(mu_);
+      if (ports_.empty() || per_source_ <= 0) return;
+    }
+    std::vector<int> fds;
+    if (DIR* dir = opendir("/proc/self/fd")) {
+      const int own = dirfd(dir);
+      while (const dirent* entry = readdir(dir)) {
+        if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+        const int fd = std::atoi(entry->d_name);
+        if (fd != own) fds.push_back(fd);
+      }
+      closedir(dir);
+    }
+    std::lock_guard lock(mu_);
+    ++generation_;
+    std::unordered_set<std::string> grown;
+    for (const int fd : fds) {
+      struct stat st {};
+      if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+      const ino_t inode = st.st_ino;
+      if (auto it = live_.find(inode); it != live_.end()) {
+        it->second.seen = generation_;
+        it->second.fd = fd;
+        continue;
+      }
+      if (auto it = ignored_.find(inode); it != ignored_.end()) {
+        it->second = generation_;
+        continue;
+      }
+      sockaddr_storage local{};
+      sockaddr_storage peer{};
+      socklen_t local_length = sizeof(local);
+      socklen_t peer_length = sizeof(peer);
+      if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
+          std::find(ports_.begin(), ports_.end(), LocalPort(local)) == ports_.end() ||
+          getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0 ||
+          (peer.ss_family != AF_INET && peer.ss_family != AF_INET6)) {
+        ignored_[inode] = generation_;  // a listener, a file, another component's socket
+        continue;
+      }
+      Entry entry{fd, SourceKey(peer), PeerText(peer), ++order_, generation_, false, false};
+      by_peer_[entry.peer] = inode;
+      grown.insert(entry.source);
+      live_.emplace(inode, std::move(entry));
+    }
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (it->second.seen == generation_) {
+        ++it;
+        continue;
+      }
+      by_peer_.erase(it->second.peer);
+      it = live_.erase(it);
+    }
+    for (auto it = ignored_.begin(); it != ignored_.end();) {
+      it = it->second == generation_ ? std::next(it) : ignored_.erase(it);
+    }
+    for (const std::string& source : grown) Enforce(source);
+  }
+
+  // Inside a request (head read, not yet answered): not evicted.
+  void SetBusy(const std::string& peer, bool busy) {
+    std::lock_guard lock(mu_);
+    const auto it = by_peer_.find(peer);
+    if (it == by_peer_.end()) return;
+    if (const auto entry = live_.find(it->second); entry != live_.end()) entry->second.busy = busy;
+  }
+
+ private:
+  struct Entry {
+    int fd;
+    std::string source;
+    std::string peer;
+    std::uint64_t order;  // registration order: lower is older
+    std::uint64_t seen;   // the last walk that found it
+    bool busy;
+    bool evicted;
+  };
+
+  void Enforce(const std::string& source) {
+    std::vector<std::pair<std::uint64_t, ino_t>> idle;
+    int held = 0;
+    for (const auto& [inode, entry] : live_) {
+      if (entry.source != source || entry.evicted) continue;
+      ++held;
+      if (!entry.busy) idle.emplace_back(entry.order, inode);
+    }
+    if (held <= per_source_) return;
+    std::sort(idle.begin(), idle.end());
+    for (std::size_t i = 0; i < idle.size() && held > per_source_; ++i, --held) {
+      Entry& entry = live_.at(idle[i].second);
+      struct stat st {};
+      // The descriptor must still be that socket.
+      if (fstat(entry.fd, &st) == 0 && st.st_ino == idle[i].second) ::shutdown(entry.fd, SHUT_RDWR);
+      entry.evicted = true;
+      if (on_evicted_) on_evicted_();
+    }
+  }
+
+  std::vector<int> ports_;
+  const int per_source_;
+  const std::function<void()> on_evicted_;
+  std::mutex mu_;
+  std::uint64_t generation_ = 0;
+  std::uint64_t order_ = 0;
+  std::unordered_map<ino_t, Entry> live_;
+  std::unordered_map<ino_t, std::uint64_t> ignored_;  // inode -> last walk that saw it
+  std::unordered_map<std::string, ino_t> by_peer_;
+};
 
 std::string HttpRequest::Header(const std::string& lower_name) const {
   const auto it = headers.find(lower_name);
@@ -108,11 +319,26 @@ Result<std::string> ToCivetwebPorts(const std::string& listen_address) {
   return R(host + ":" + port);
 }
 
+std::string ClientSourceKey(const std::string& address) {
+  sockaddr_storage storage{};
+  auto& in = reinterpret_cast<sockaddr_in&>(storage);
+  auto& in6 = reinterpret_cast<sockaddr_in6&>(storage);
+  if (inet_pton(AF_INET, address.c_str(), &in.sin_addr) == 1) {
+    storage.ss_family = AF_INET;
+  } else if (inet_pton(AF_INET6, address.c_str(), &in6.sin6_addr) == 1) {
+    storage.ss_family = AF_INET6;
+  } else {
+    return address;
+  }
+  return SourceKey(storage);
+}
+
 HttpServer::HttpServer(HttpServerOptions options, std::map<std::string, HttpHandler> routes)
     : options_(std::move(options)), routes_(std::move(routes)) {}
 
 HttpServer::~HttpServer() {
   if (context_ != nullptr) mg_stop(context_);
+  if (options_.guard != nullptr && options_.guard->tls_enabled()) options_.guard->SetHandshakeObserver(nullptr);
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
@@ -127,6 +353,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   }
   InitLibraryOnce();
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(routes)));
+  server->connections_ =
+      std::make_unique<ConnectionTable>(options.max_connections_per_source, options.on_connection_evicted);
   const std::string threads = std::to_string(options.worker_threads);
   const std::string timeout = std::to_string(options.request_timeout.count());
   const char* civet_options[] = {"listening_ports",
@@ -146,12 +374,33 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     spdlog::debug("http: {}", message);
     return 1;
   };
+  // A worker picked a connection up and is about to read from it: admit it
+  // (per-source limit) first. For TLS the handshake observer does the same
+  // before the handshake reads the ClientHello.
+  callbacks.init_connection = [](const mg_connection* connection, void** /*conn_data*/) {
+    t_error_sent = false;
+    const mg_context* context = mg_get_context(connection);
+    auto* self = context != nullptr ? static_cast<HttpServer*>(mg_get_user_data(context)) : nullptr;
+    if (self != nullptr) self->connections_->Scan();
+    return 0;
+  };
+  callbacks.http_error = [](mg_connection*, int, const char*) {
+    t_error_sent = true;
+    return 1;  // CivetWeb sends its error page
+  };
+  callbacks.connection_close = [](const mg_connection* connection) {
+    const mg_context* context = mg_get_context(connection);
+    auto* self = context != nullptr ? static_cast<HttpServer*>(mg_get_user_data(context)) : nullptr;
+    if (self != nullptr) self->AnswerUnrouted(const_cast<mg_connection*>(connection));
+  };
   if (tls) {
     // The guard's own SSL_CTX: CivetWeb neither builds nor frees it.
     callbacks.external_ssl_ctx = [](void** ssl_ctx, void* user_data) {
       if (*ssl_ctx == nullptr) *ssl_ctx = static_cast<HttpServer*>(user_data)->options_.guard->AcceptContext();
       return 1;
     };
+    ConnectionTable* table = server->connections_.get();
+    options.guard->SetHandshakeObserver([table] { table->Scan(); });
   }
   mg_init_data init{};
   init.callbacks = &callbacks;
@@ -162,9 +411,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   mg_error_data error{&error_code, error_text, sizeof(error_text)};
   server->context_ = mg_start2(&init, &error);
   if (server->context_ == nullptr) {
+    if (tls) options.guard->SetHandshakeObserver(nullptr);
     return R::Error("cannot listen on " + options.listen_address + ": " +
                     (error_text[0] != '\0' ? std::string(error_text) : "unknown error"));
   }
+  server->connections_->SetPorts(server->Ports());
   mg_set_request_handler(server->context_, "/", &HttpServer::HandleRequest, server.get());
   return R(std::move(server));
 }
@@ -200,14 +451,71 @@ int HttpServer::HandleRequest(mg_connection* connection, void* self) {
 int HttpServer::Dispatch(mg_connection* connection) {
   const mg_request_info* info = mg_get_request_info(connection);
   HttpRequest request;
-  request.method = info->request_method != nullptr ? info->request_method : "";
   request.path = info->local_uri != nullptr ? info->local_uri : "/";
   request.query = info->query_string != nullptr ? info->query_string : "";
+  return Serve(connection, std::move(request));
+}
+
+void HttpServer::AnswerUnrouted(mg_connection* connection) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  if (t_error_sent || info == nullptr || info->local_uri != nullptr || info->request_method == nullptr ||
+      info->request_uri == nullptr) {
+    return;
+  }
+  t_error_sent = true;
+  const std::string target = info->request_uri;
+  const bool head_only = std::string_view(info->request_method) == "HEAD";
+  if (target == "*") {
+    // RFC 9110 9.3.7: OPTIONS * asks about the server as a whole.
+    HttpResponse response;
+    if (std::string_view(info->request_method) == "OPTIONS") {
+      response.status = 200;
+      response.headers.emplace_back("Allow", "GET, HEAD, POST, OPTIONS");
+    } else {
+      response = HttpResponse::Text(400, "the target \"*\" is for OPTIONS only");
+    }
+    SendResponse(connection, response, head_only);
+    return;
+  }
+  // RFC 9112 3.2.2: a server MUST accept the absolute form; its authority
+  // names this server (we are no proxy), the path is routed as usual.
+  const auto absolute = AbsoluteFormPath(target);
+  if (!absolute) {
+    SendResponse(connection, HttpResponse::Text(400, "invalid request target"), head_only);
+    return;
+  }
+  HttpRequest request;
+  request.path = absolute->first;
+  request.query = absolute->second;
+  (void)Serve(connection, std::move(request));
+}
+
+int HttpServer::Serve(mg_connection* connection, HttpRequest request) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  request.method = info->request_method != nullptr ? info->request_method : "";
   request.remote_address = info->remote_addr;
+  int content_lengths = 0;
   for (int i = 0; i < info->num_headers; ++i) {
-    request.headers[Lower(info->http_headers[i].name)] = info->http_headers[i].value;
+    std::string name = Lower(info->http_headers[i].name);
+    if (name == "content-length") ++content_lengths;
+    request.headers[std::move(name)] = info->http_headers[i].value;
   }
   const bool head_only = request.method == "HEAD";
+  const std::string peer = request.remote_address + ":" + std::to_string(info->remote_port);
+  connections_->SetBusy(peer, true);
+  struct Idle {
+    ConnectionTable& table;
+    const std::string& peer;
+    ~Idle() { table.SetBusy(peer, false); }
+  } idle{*connections_, peer};
+  // RFC 9112 6.3: a repeated (or list-valued) Content-Length, or one beside
+  // Transfer-Encoding, makes the message's length ambiguous (request
+  // smuggling): refused, and the connection closed after the response.
+  if (content_lengths > 1 || (content_lengths == 1 && (!AllDigits(request.Header("content-length")) ||
+                                                       !request.Header("transfer-encoding").empty()))) {
+    SendResponse(connection, HttpResponse::Text(400, "ambiguous message length: Content-Length"), head_only);
+    return 400;
+  }
   if (options_.guard != nullptr) {
     // Basic auth gates every route, before the body is read.
     if (auto denied = options_.guard->Authorize(request)) {

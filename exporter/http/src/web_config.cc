@@ -68,8 +68,7 @@ bool NeedsClientCa(ClientAuthType type) {
 // Keys exporter-toolkit knows that hostperf does not implement: refusing
 // them beats silently serving with weaker settings than the file asks for.
 const std::set<std::string>& UnsupportedTlsKeys() {
-  static const std::set<std::string> keys = {
-      "cipher_suites", "curve_preferences", "prefer_server_cipher_suites", "client_allowed_sans", "cert", "key"};
+  static const std::set<std::string> keys = {"client_allowed_sans", "cert", "key"};
   return keys;
 }
 
@@ -78,6 +77,36 @@ const std::set<std::string>& AllowedHeaders() {
   static const std::set<std::string> headers = {"Strict-Transport-Security", "X-Content-Type-Options",
                                                 "X-Frame-Options", "X-XSS-Protection", "Content-Security-Policy"};
   return headers;
+}
+
+const std::map<std::string, std::string>& GoCurves() {
+  static const std::map<std::string, std::string> curves = {
+      {"X25519", "X25519"}, {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}};
+  return curves;
+}
+
+// A YAML sequence of names, each mapped by `names`; joined with ':'.
+Result<std::string> NameList(const Errors& errors, const YAML::Node& node, const std::string& key,
+                             const std::map<std::string, std::string>& names) {
+  using R = Result<std::string>;
+  if (!node.IsSequence() || node.size() == 0) {
+    return R::Error(errors.At(node, "tls_server_config." + key + " must be a non-empty list"));
+  }
+  std::string joined;
+  for (const auto& item : node) {
+    if (!item.IsScalar()) return R::Error(errors.At(item, "tls_server_config." + key + ": expected a name"));
+    const auto it = names.find(item.Scalar());
+    if (it == names.end()) {
+      return R::Error(errors.At(
+          item, "tls_server_config." + key + ": unknown name \"" + item.Scalar() + "\"; " +
+                    (names.size() > 8
+                         ? std::string("expected Go's crypto/tls names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+                         : "expected one of " + Choices(names))));
+    }
+    if (it->second.empty()) continue;  // a TLS 1.3 suite: always on
+    joined += (joined.empty() ? "" : ":") + it->second;
+  }
+  return joined;
 }
 
 Result<std::string> Scalar(const Errors& errors, const YAML::Node& node, const std::string& what) {
@@ -96,8 +125,28 @@ Result<void> ParseTls(const Errors& errors, const YAML::Node& node, const std::f
     if (UnsupportedTlsKeys().count(key) > 0) {
       return R::Error(errors.At(entry.first, "tls_server_config." + key + " is not supported by hostperf_exporter"));
     }
+    if (key == "cipher_suites") {
+      auto list = NameList(errors, value, key, GoCipherSuites());
+      if (!list) return list.failure();
+      // Only TLS 1.3 names: TLS 1.2 keeps the defaults.
+      if (!list->empty()) tls->cipher_list = *list;
+      continue;
+    }
+    if (key == "curve_preferences") {
+      auto list = NameList(errors, value, key, GoCurves());
+      if (!list) return list.failure();
+      tls->groups = *list;
+      continue;
+    }
     auto text = Scalar(errors, value, "tls_server_config." + key);
     if (!text) return text.failure();
+    if (key == "prefer_server_cipher_suites") {
+      if (*text != "true" && *text != "false") {
+        return R::Error(errors.At(value, "prefer_server_cipher_suites must be true or false"));
+      }
+      tls->prefer_server_cipher_suites = *text == "true";
+      continue;
+    }
     const auto path = [&] { return text->empty() ? std::filesystem::path() : base / *text; };
     if (key == "cert_file") {
       tls->cert_file = path();
@@ -219,6 +268,37 @@ int AcceptAnyCertificate(int /*preverify_ok*/, X509_STORE_CTX* /*store*/) { retu
 
 }  // namespace
 
+const std::map<std::string, std::string>& GoCipherSuites() {
+  static const std::map<std::string, std::string> suites = {
+      {"TLS_RSA_WITH_3DES_EDE_CBC_SHA", "DES-CBC3-SHA"},
+      {"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"},
+      {"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"},
+      {"TLS_RSA_WITH_AES_128_CBC_SHA256", "AES128-SHA256"},
+      {"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"},
+      {"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"},
+      {"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", "ECDHE-RSA-DES-CBC3-SHA"},
+      {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA"},
+      {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA"},
+      {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"},
+      {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"},
+      {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA-AES128-SHA256"},
+      {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "ECDHE-RSA-AES128-SHA256"},
+      {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"},
+      {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384"},
+      {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256"},
+      {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384"},
+      {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305"},
+      {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"},
+      // Go's older spellings of the two above.
+      {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"},
+      {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305", "ECDHE-ECDSA-CHACHA20-POLY1305"},
+      {"TLS_AES_128_GCM_SHA256", ""},
+      {"TLS_AES_256_GCM_SHA384", ""},
+      {"TLS_CHACHA20_POLY1305_SHA256", ""},
+  };
+  return suites;
+}
+
 Result<WebConfig> ParseWebConfig(const std::string& text, const std::filesystem::path& file) {
   const Errors errors(file.string());
   WebConfig config;
@@ -294,6 +374,30 @@ Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::str
   if (SSL_CTX_check_private_key(ctx) != 1) {
     ERR_clear_error();
     return R::Error(mismatch);
+  }
+  ERR_clear_error();
+  if (SSL_CTX_set_cipher_list(ctx, tls.cipher_list.c_str()) != 1) {
+    return R::Error(source + ": cipher_suites: none of " + tls.cipher_list + " is available: " + OpenSslError());
+  }
+  // Each named suite must be there (OpenSSL silently drops unknown ones).
+  for (std::size_t start = 0; start <= tls.cipher_list.size();) {
+    const std::size_t end = std::min(tls.cipher_list.find(':', start), tls.cipher_list.size());
+    const std::string name = tls.cipher_list.substr(start, end - start);
+    bool found = false;
+    STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(ctx);
+    for (int i = 0; i < sk_SSL_CIPHER_num(ciphers) && !found; ++i) {
+      found = name == SSL_CIPHER_get_name(sk_SSL_CIPHER_value(ciphers, i));
+    }
+    if (!found) return R::Error(source + ": cipher_suites: " + name + " is not available in this OpenSSL");
+    start = end + 1;
+  }
+  if (SSL_CTX_set1_groups_list(ctx, tls.groups.c_str()) != 1) {
+    return R::Error(source + ": curve_preferences " + tls.groups + ": " + OpenSslError());
+  }
+  if (tls.prefer_server_cipher_suites) {
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  } else {
+    SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
   }
   if (SSL_CTX_set_min_proto_version(ctx, tls.min_version) != 1 ||
       SSL_CTX_set_max_proto_version(ctx, tls.max_version) != 1) {

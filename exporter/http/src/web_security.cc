@@ -121,6 +121,39 @@ std::size_t CredentialCache::size() const {
   return verified_.size();
 }
 
+void BcryptLimiter::Refill(Bucket& bucket, double burst, double rate, std::chrono::steady_clock::time_point now) {
+  if (bucket.tokens < 0) {
+    bucket = {burst, now};
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(now - bucket.updated).count();
+  bucket.tokens = std::min(burst, bucket.tokens + std::max(0.0, seconds) * rate);
+  bucket.updated = now;
+}
+
+bool BcryptLimiter::Admit(const std::string& source, std::chrono::steady_clock::time_point now) {
+  std::lock_guard lock(mu_);
+  Refill(global_, limits_.global_burst, limits_.global_per_second, now);
+  auto it = sources_.find(source);
+  if (it == sources_.end()) {
+    if (sources_.size() >= limits_.max_sources) {
+      // Forget the sources whose buckets have refilled: they lose nothing.
+      for (auto s = sources_.begin(); s != sources_.end();) {
+        Refill(s->second, limits_.source_burst, limits_.source_per_second, now);
+        s = s->second.tokens >= limits_.source_burst ? sources_.erase(s) : std::next(s);
+      }
+      if (sources_.size() >= limits_.max_sources) return false;
+    }
+    it = sources_.emplace(source, Bucket{-1, {}}).first;
+  }
+  Bucket& bucket = it->second;
+  Refill(bucket, limits_.source_burst, limits_.source_per_second, now);
+  if (bucket.tokens < 1 || global_.tokens < 1) return false;
+  bucket.tokens -= 1;
+  global_.tokens -= 1;
+  return true;
+}
+
 WebSecurity::WebSecurity(std::filesystem::path file) : file_(std::move(file)) {}
 
 WebSecurity::~WebSecurity() {
@@ -194,7 +227,30 @@ int WebSecurity::OnClientHello(ssl_st* ssl, int* /*alert*/, void* self) {
       SSL_set_max_proto_version(ssl, SSL_CTX_get_max_proto_version(current)) != 1) {
     return SSL_CLIENT_HELLO_ERROR;
   }
+  // Suites, groups and the server-preference option are chosen after this
+  // callback, from the SSL's own copies.
+  const TlsServerConfig& tls = *state->config.tls;
+  if (SSL_set_cipher_list(ssl, tls.cipher_list.c_str()) != 1 || SSL_set1_groups_list(ssl, tls.groups.c_str()) != 1) {
+    return SSL_CLIENT_HELLO_ERROR;
+  }
+  if (tls.prefer_server_cipher_suites) {
+    SSL_set_options(ssl, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  } else {
+    SSL_clear_options(ssl, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  }
   return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+void WebSecurity::SetHandshakeObserver(std::function<void()> observer) {
+  handshake_observer_ = std::move(observer);
+  auto* ctx = static_cast<SSL_CTX*>(accept_context_.get());
+  if (ctx == nullptr) return;
+  SSL_CTX_set_app_data(ctx, this);
+  SSL_CTX_set_info_callback(ctx, [](const SSL* ssl, int where, int /*ret*/) {
+    if ((where & SSL_CB_HANDSHAKE_START) == 0) return;
+    auto* self = static_cast<WebSecurity*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+    if (self != nullptr && self->handshake_observer_) self->handshake_observer_();
+  });
 }
 
 std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
@@ -203,8 +259,19 @@ std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
   if (users.empty()) return std::nullopt;
   if (const auto credentials = ParseBasic(request.Header("authorization"))) {
     const auto user = users.find(credentials->user);
-    if (user != users.end()) {
-      if (cache_.Contains(credentials->user, credentials->password, user->second)) return std::nullopt;
+    const bool known = user != users.end();
+    if (known && cache_.Contains(credentials->user, credentials->password, user->second)) return std::nullopt;
+    // Not verified before: bcrypt, within the limiter's budget.
+    if (!limiter_.Admit(ClientSourceKey(request.remote_address), std::chrono::steady_clock::now())) {
+      ++auth_failures_;
+      ++auth_rate_limited_;
+      std::this_thread::sleep_for(limiter_.refusal_delay());
+      auto response = HttpResponse::Text(429, "Too many authentication attempts; retry later");
+      response.headers.emplace_back("Retry-After", "1");
+      return response;
+    }
+    std::lock_guard one_at_a_time(limiter_.check_mutex());
+    if (known) {
       if (VerifyBcrypt(credentials->password, user->second)) {
         cache_.Insert(credentials->user, credentials->password, user->second);
         return std::nullopt;
@@ -256,7 +323,14 @@ std::vector<prometheus::MetricFamily> WebSecurity::Collect() const {
                                   prometheus::MetricType::Gauge,
                                   {}};
   reload.metric.emplace_back().gauge.value = last_reload_ok_ ? 1 : 0;
-  return {std::move(failures), std::move(reload)};
+  prometheus::MetricFamily limited{
+      "hostperf_http_auth_rate_limited_total",
+      "HTTP requests answered 429 because their credentials would have needed a bcrypt check beyond the "
+      "per-source or global budget (also counted in hostperf_http_auth_failures_total).",
+      prometheus::MetricType::Counter,
+      {}};
+  limited.metric.emplace_back().counter.value = static_cast<double>(auth_rate_limited_.load());
+  return {std::move(failures), std::move(reload), std::move(limited)};
 }
 
 void WebSecurity::StartWatching(std::chrono::milliseconds period) {

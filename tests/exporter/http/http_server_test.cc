@@ -9,13 +9,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -379,6 +382,74 @@ TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsClearly) {
   EXPECT_THAT(second.error(), HasSubstr(options.listen_address));
   // The first one is unaffected.
   EXPECT_EQ(Exchange(port_, GetRequest("/echo")).status, 200);
+}
+
+// Issue #21: one source's idle connections beyond the limit are shut down,
+// oldest first, and counted; a request from the same source still passes.
+TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirst) {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.max_connections_per_source = 4;
+  std::atomic<int> evicted{0};
+  options.on_connection_evicted = [&evicted] { ++evicted; };
+  auto server = HttpServer::Start(options, TestRoutes());
+  ASSERT_TRUE(server.ok()) << server.error();
+  const int port = (*server)->Ports().front();
+  std::vector<Socket> idle;
+  for (int i = 0; i < 10; ++i) {
+    idle.push_back(Connect(port));
+    ASSERT_TRUE(idle.back().valid());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a clear order
+  }
+  const auto closed = [](const Socket& socket) {
+    char byte;
+    return ::recv(socket.fd(), &byte, 1, MSG_DONTWAIT) == 0;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (evicted.load() < 6 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(evicted.load(), 6);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(closed(idle[i])) << "connection " << i;
+  for (int i = 6; i < 10; ++i) EXPECT_FALSE(closed(idle[i])) << "connection " << i;
+  EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);
+  EXPECT_EQ(evicted.load(), 7);
+  EXPECT_TRUE(closed(idle[6]));
+}
+
+// CivetWeb closed these without a reply, or took the first Content-Length.
+TEST_F(HttpServerTest, AbsoluteFormOptionsStarAndAmbiguousLengths) {
+  const RawResponse absolute =
+      Exchange(port_, "GET http://example.com:1/echo?a=b HTTP/1.1\r\nHost: x\r\nX-Test: t\r\n\r\n");
+  EXPECT_EQ(absolute.status, 200);
+  EXPECT_THAT(absolute.body, HasSubstr("method=GET path=/echo query=a=b x-test=t"));
+  const RawResponse https_root = Exchange(port_, "GET https://h/ HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(https_root.status, 404);  // "/" has no route here
+  const RawResponse absolute_post =
+      Exchange(port_, "POST http://h/echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nbody");
+  EXPECT_THAT(absolute_post.body, HasSubstr("method=POST path=/echo query= x-test= body=body"));
+  const RawResponse star = Exchange(port_, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(star.status, 200);
+  EXPECT_EQ(star.Header("allow"), "GET, HEAD, POST, OPTIONS");
+  EXPECT_EQ(Exchange(port_, "DELETE * HTTP/1.1\r\nHost: x\r\n\r\n").status, 400);
+  EXPECT_EQ(
+      Exchange(port_, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\nbody").status,
+      400);
+  EXPECT_EQ(Exchange(port_,
+                     "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: "
+                     "chunked\r\n\r\n0\r\n\r\n")
+                .status,
+            400);
+  EXPECT_EQ(Exchange(port_, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody").status, 200);
+}
+
+TEST(ClientSourceKeyTest, Ipv4AsIsIpv6ByItsSlash64) {
+  EXPECT_EQ(ClientSourceKey("192.0.2.7"), "192.0.2.7");
+  EXPECT_EQ(ClientSourceKey("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+  EXPECT_EQ(ClientSourceKey("2001:db8:1:2::9"), ClientSourceKey("2001:db8:1:2:ffff::1"));
+  EXPECT_NE(ClientSourceKey("2001:db8:1:2::9"), ClientSourceKey("2001:db8:1:3::9"));
+  EXPECT_EQ(ClientSourceKey("::ffff:192.0.2.7"), "192.0.2.7");
+  EXPECT_EQ(ClientSourceKey("not an address"), "not an address");
 }
 
 TEST(HttpServerStartTest, RejectsABadListenAddressBeforeBinding) {

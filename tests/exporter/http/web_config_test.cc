@@ -93,6 +93,54 @@ TEST(WebConfigParse, DefaultsToTls12AndNoClientCert) {
   EXPECT_EQ(config->tls->cert_file, "a.crt");  // the file has no directory part
 }
 
+TEST(WebConfigParse, ForwardSecretAeadSuitesByDefaultAndExporterToolkitKeys) {
+  const auto defaults = ParseWebConfig("tls_server_config:\n  cert_file: a\n  key_file: b\n", "/etc/web.yml");
+  ASSERT_TRUE(defaults.ok()) << defaults.error();
+  const std::string list = defaults->tls->cipher_list;
+  EXPECT_EQ(list.find("CBC"), std::string::npos);
+  EXPECT_EQ(list.find("-SHA:"), std::string::npos);
+  for (std::size_t start = 0; start < list.size();) {
+    const std::size_t end = std::min(list.find(':', start), list.size());
+    EXPECT_EQ(list.compare(start, 6, "ECDHE-"), 0) << list.substr(start, end - start);
+    start = end + 1;
+  }
+  EXPECT_TRUE(defaults->tls->prefer_server_cipher_suites);
+
+  const auto set = ParseWebConfig(
+      "tls_server_config:\n  cert_file: a\n  key_file: b\n"
+      "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_AES_128_GCM_SHA256, TLS_RSA_WITH_AES_128_CBC_SHA]\n"
+      "  curve_preferences: [CurveP384, X25519]\n  prefer_server_cipher_suites: false\n",
+      "/etc/web.yml");
+  ASSERT_TRUE(set.ok()) << set.error();
+  EXPECT_EQ(set->tls->cipher_list, "ECDHE-RSA-AES256-GCM-SHA384:AES128-SHA");  // TLS 1.3 names: not configurable
+  EXPECT_EQ(set->tls->groups, "P-384:X25519");
+  EXPECT_FALSE(set->tls->prefer_server_cipher_suites);
+}
+
+TEST(BcryptLimiter, BoundsChecksPerSourceAndOverall) {
+  BcryptLimiter::Limits limits;
+  limits.source_burst = 2;
+  limits.source_per_second = 1;
+  limits.global_burst = 3;
+  limits.global_per_second = 2;
+  limits.max_sources = 2;
+  limits.refusal_delay = std::chrono::milliseconds(0);
+  BcryptLimiter limiter(limits);
+  auto t = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  EXPECT_TRUE(limiter.Admit("a", t));
+  EXPECT_TRUE(limiter.Admit("a", t));
+  EXPECT_FALSE(limiter.Admit("a", t)) << "source burst spent";
+  EXPECT_TRUE(limiter.Admit("b", t));
+  EXPECT_FALSE(limiter.Admit("b", t)) << "global burst spent";
+  EXPECT_FALSE(limiter.Admit("c", t)) << "no room for a third source while both buckets are low";
+  t += std::chrono::seconds(1);  // +1 token for each source, +2 globally
+  EXPECT_TRUE(limiter.Admit("a", t));
+  EXPECT_TRUE(limiter.Admit("b", t));
+  EXPECT_FALSE(limiter.Admit("a", t));
+  t += std::chrono::seconds(10);  // every bucket full again: forgotten to make room
+  EXPECT_TRUE(limiter.Admit("c", t));
+}
+
 TEST(WebConfigParse, OnlyMaxVersionBelowTheDefaultMinimumLowersTheMinimum) {
   const auto config =
       ParseWebConfig("tls_server_config: {cert_file: a.crt, key_file: a.key, max_version: TLS11}\n", "web.yml");
@@ -145,8 +193,16 @@ INSTANTIATE_TEST_SUITE_P(
                 "basic_auth_users"},
         BadCase{"tls_server_config: yes\n", "/etc/web.yml:1:20: tls_server_config must be a mapping"},
         BadCase{kTls + "  cert_fil: b\n", "/etc/web.yml:4:3: unknown key tls_server_config.cert_fil"},
-        BadCase{kTls + "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
-                "/etc/web.yml:4:3: tls_server_config.cipher_suites is not supported by hostperf_exporter"},
+        BadCase{kTls + "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ECDHE-RSA-AES128-GCM-SHA256]\n",
+                "/etc/web.yml:4:58: tls_server_config.cipher_suites: unknown name \"ECDHE-RSA-AES128-GCM-SHA256\"; "
+                "expected Go's crypto/tls names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
+        BadCase{kTls + "  cipher_suites: TLS_RSA_WITH_AES_128_CBC_SHA\n",
+                "/etc/web.yml:4:18: tls_server_config.cipher_suites must be a non-empty list"},
+        BadCase{kTls + "  curve_preferences: [X25519, P-256]\n",
+                "/etc/web.yml:4:31: tls_server_config.curve_preferences: unknown name \"P-256\"; expected one of "
+                "CurveP256, CurveP384, CurveP521, X25519"},
+        BadCase{kTls + "  prefer_server_cipher_suites: sometimes\n",
+                "/etc/web.yml:4:32: prefer_server_cipher_suites must be true or false"},
         BadCase{kTls + "  client_allowed_sans: [a]\n",
                 "/etc/web.yml:4:3: tls_server_config.client_allowed_sans is not supported by hostperf_exporter"},
         BadCase{kTls + "  key_file: [a]\n", "/etc/web.yml:4:13: tls_server_config.key_file must be a string"},
@@ -380,7 +436,7 @@ TEST_F(WebSecurityTest, ReloadSwapsUsersAndKeepsTheOldConfigOnErrors) {
       WithAuthorization(hostperf::testing::BasicAuthorization("bob", "b"))));  // the old users still apply
 
   const auto families = web.Collect();
-  ASSERT_EQ(families.size(), 2u);
+  ASSERT_EQ(families.size(), 3u);
   EXPECT_EQ(families[0].name, "hostperf_http_auth_failures_total");
   EXPECT_EQ(families[0].metric.at(0).counter.value, 2);  // bob before he existed, alice after she was removed
   EXPECT_EQ(families[1].name, "hostperf_web_config_last_reload_successful");

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
@@ -41,11 +42,20 @@ struct DaemonOptions {
   std::optional<std::filesystem::path> config_file;  // none: embedded defaults
   std::string listen_address = ":9580";
   std::string telemetry_path = "/metrics";
+  // --web.enable-lifecycle: POST /-/reload (off: 403, as Prometheus does).
+  bool enable_lifecycle = false;
   probes::SystemRoots roots;
   std::shared_ptr<WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
   // Hashed into the full-run calendar's splay; empty: full_runs.host, else the hostname.
   std::string host_identity;
 };
+
+// The daemon's own paths, which --web.telemetry-path must not take: "/",
+// "/-/..." and "/api/v1/runs" with everything under it.
+bool IsReservedPath(const std::string& path);
+// --web.telemetry-path: starts with '/', is no reserved path, carries no
+// query, fragment, whitespace or control character. The error is one line.
+Result<void> CheckTelemetryPath(const std::string& path);
 
 // The config file's config, or the embedded defaults when there is none:
 // what the daemon starts with and what a reload reads. [full_runs]' probe
@@ -98,6 +108,7 @@ class Daemon {
   std::unique_ptr<FrameworkMetrics> framework_metrics_;
   prometheus::Gauge* reload_successful_ = nullptr;
   prometheus::Gauge* reload_timestamp_ = nullptr;
+  prometheus::Counter* connections_evicted_ = nullptr;
   std::filesystem::path state_directory_;
   std::vector<std::unique_ptr<probes::Probe>> probes_;
   std::unique_ptr<ImpactGate> impact_gate_;  // used by scheduler_: declared before it

@@ -58,6 +58,11 @@ class RequestGuard {
   // TLS only: the SSL_CTX (as void*) that CivetWeb accepts with. Owned by
   // the guard, which outlives the server; CivetWeb neither builds nor frees it.
   virtual void* AcceptContext() const = 0;
+  // TLS only: `observer` is called on the worker thread at the start of
+  // every TLS handshake, before the ClientHello is read, so that the server
+  // can admit the connection before a slow or partial hello holds a worker.
+  // Set before the server listens and cleared (nullptr) after it stopped.
+  virtual void SetHandshakeObserver(std::function<void()> observer) = 0;
 };
 
 // Routes are matched on exact path; a key ending in "/*" ("/api/v1/runs/*")
@@ -82,6 +87,16 @@ struct HttpServerOptions {
   // clients, scrapes wait for these timeouts to free workers.
   std::chrono::milliseconds request_timeout{5000};
   std::size_t max_body_bytes = 64 * 1024;
+  // Connections one source (an IPv4 address, an IPv6 /64) may hold at once.
+  // When a source opens one more, its oldest connection still waiting for a
+  // request head is shut down (or, if all of them are busy with requests, the
+  // new one): one client with idle, slow or partial-TLS connections holds at
+  // most this many workers, and a scraper from another address always finds
+  // one free (docs/reliability.md, "HTTP, round two"). Admission runs on the
+  // worker as it picks the connection up, before it reads anything.
+  int max_connections_per_source = 32;
+  // Called (from a worker thread) for every connection shut down by that limit.
+  std::function<void()> on_connection_evicted;
   // --web.config.file: TLS on the listening port and basic auth in front of
   // every route. Null: plain HTTP, no auth.
   std::shared_ptr<RequestGuard> guard;
@@ -102,14 +117,26 @@ class HttpServer {
 
  private:
   HttpServer(HttpServerOptions options, std::map<std::string, HttpHandler> routes);
+  class ConnectionTable;
   static int HandleRequest(mg_connection* connection, void* self);
   int Dispatch(mg_connection* connection);
+  // Requests CivetWeb parsed but did not route: the absolute form
+  // ("GET http://host/metrics") and "OPTIONS *". Answered from CivetWeb's
+  // connection_close callback, the only hook that sees them.
+  void AnswerUnrouted(mg_connection* connection);
+  int Serve(mg_connection* connection, HttpRequest request);
   std::map<std::string, HttpHandler>::const_iterator FindRoute(const std::string& path) const;
 
   HttpServerOptions options_;
   std::map<std::string, HttpHandler> routes_;
+  std::unique_ptr<ConnectionTable> connections_;
   mg_context* context_ = nullptr;
 };
+
+// What per-client limits count by, from a numeric address as in
+// HttpRequest::remote_address: an IPv4 address, or an IPv6 /64 ("2001:db8::/64";
+// v4-mapped addresses as IPv4). Unparsable text is returned as is.
+std::string ClientSourceKey(const std::string& address);
 
 // Translates Prometheus' listen-address syntax to CivetWeb's listening_ports.
 Result<std::string> ToCivetwebPorts(const std::string& listen_address);

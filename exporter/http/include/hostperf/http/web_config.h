@@ -10,6 +10,9 @@
 //     client_auth_type: RequireAndVerifyClientCert
 //     min_version: TLS12               # TLS10 | TLS11 | TLS12 (default) | TLS13
 //     max_version: TLS13
+//     cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]  # TLS 1.2 and older; Go's names
+//     curve_preferences: [X25519, CurveP256]  # X25519, CurveP256, CurveP384, CurveP521
+//     prefer_server_cipher_suites: true       # default true
 //   http_server_config:
 //     headers: {Strict-Transport-Security: max-age=31536000}
 //   basic_auth_users:
@@ -45,7 +48,23 @@ struct TlsServerConfig {
   ClientAuthType client_auth_type = ClientAuthType::kNoClientCert;
   int min_version = 0x0303;  // OpenSSL's TLS1_2_VERSION, exporter-toolkit's default
   int max_version = 0;       // 0: the newest the library supports
+  // OpenSSL's cipher string for TLS 1.2 and older. Default: Go's choice,
+  // forward-secret AEAD suites only (ECDHE with AES-GCM or ChaCha20-Poly1305);
+  // no static-RSA key exchange, no CBC. TLS 1.3 suites are not configurable
+  // (as in Go).
+  std::string cipher_list = kDefaultCipherList;
+  // OpenSSL's groups list (SSL_CTX_set1_groups_list).
+  std::string groups = "X25519:P-256:P-384:P-521";
+  bool prefer_server_cipher_suites = true;
+
+  static constexpr const char* kDefaultCipherList =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+      "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
 };
+
+// exporter-toolkit's cipher_suites names (Go's crypto/tls) -> OpenSSL's
+// names; TLS 1.3 names map to "" (accepted, not configurable).
+const std::map<std::string, std::string>& GoCipherSuites();
 
 struct WebConfig {
   std::string source;  // the file it came from

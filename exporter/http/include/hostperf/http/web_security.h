@@ -8,6 +8,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,6 +49,48 @@ class CredentialCache {
   std::unordered_set<std::string> verified_;
 };
 
+// Bounds the bcrypt work that unauthenticated clients can cause: checks of
+// credentials not in the cache take a token from the client's source bucket
+// and from a global one, and run one at a time. Wrong passwords from any
+// number of concurrent clients cost at most `global_per_second` bcrypt
+// computations a second (about 7 % of a core each at cost 10), and one source
+// no more than `source_per_second`, so a genuine client elsewhere keeps its
+// share. Thread-safe.
+class BcryptLimiter {
+ public:
+  struct Limits {
+    double source_burst = 6;
+    double source_per_second = 1;
+    double global_burst = 8;
+    double global_per_second = 4;
+    std::size_t max_sources = 4096;
+    // A refused request's answer waits this long, holding its connection, so
+    // that a client cannot retry at the rate its CPU allows: one source has at
+    // most HttpServerOptions::max_connections_per_source connections, hence
+    // at most that many refusals a second.
+    std::chrono::milliseconds refusal_delay{1000};
+  };
+  BcryptLimiter() : BcryptLimiter(Limits{}) {}
+  explicit BcryptLimiter(Limits limits) : limits_(limits) {}
+  // True (a token taken) if `source` may have a bcrypt check now.
+  bool Admit(const std::string& source, std::chrono::steady_clock::time_point now);
+  // Serialises the checks themselves.
+  std::mutex& check_mutex() { return check_mu_; }
+  std::chrono::milliseconds refusal_delay() const { return limits_.refusal_delay; }
+
+ private:
+  struct Bucket {
+    double tokens;
+    std::chrono::steady_clock::time_point updated;
+  };
+  static void Refill(Bucket& bucket, double burst, double rate, std::chrono::steady_clock::time_point now);
+  Limits limits_;
+  std::mutex mu_;
+  Bucket global_{-1, {}};
+  std::map<std::string, Bucket> sources_;
+  std::mutex check_mu_;
+};
+
 // The live --web.config.file: TLS contexts for CivetWeb, the basic-auth gate
 // in front of every endpoint, the extra response headers, and hot reload
 // (polled, or on SIGHUP). A reload that fails keeps the running config.
@@ -81,6 +125,7 @@ class WebSecurity final : public prometheus::Collectable, public RequestGuard {
   // context of the current config, so certificate rotation and client-auth
   // changes apply to new connections without a restart.
   void* AcceptContext() const override { return accept_context_.get(); }
+  void SetHandshakeObserver(std::function<void()> observer) override;
 
   std::uint64_t auth_failures() const { return auth_failures_.load(); }
   std::vector<prometheus::MetricFamily> Collect() const override;
@@ -106,6 +151,9 @@ class WebSecurity final : public prometheus::Collectable, public RequestGuard {
   std::shared_ptr<const State> state_;
   CredentialCache cache_;
   std::atomic<std::uint64_t> auth_failures_{0};
+  std::atomic<std::uint64_t> auth_rate_limited_{0};
+  BcryptLimiter limiter_;
+  std::function<void()> handshake_observer_;  // set before serving, cleared after
   std::atomic<bool> last_reload_ok_{true};
   std::mutex reload_mu_;
 
