@@ -11,7 +11,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -255,11 +254,20 @@ std::string OpenSslError() {
   return text.empty() ? "unknown OpenSSL error" : text;
 }
 
-// Checked before OpenSSL so that a missing file reads as one.
+// Checked before OpenSSL so that a missing file reads as one, and so that a
+// FIFO or a device named as a certificate or key is refused instead of
+// blocking start-up or a reload (OpenSSL would open it and wait).
 Result<void> Readable(const std::string& source, const std::string& what, const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return Result<void>::Error(source + ": cannot read " + what + " " + path.string() + ": " + std::strerror(errno));
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error)
+    return Result<void>::Error(source + ": cannot read " + what + " " + path.string() + ": " + error.message());
+  if (!std::filesystem::is_regular_file(status)) {
+    return Result<void>::Error(source + ": " + what + " " + path.string() + " is not a regular file");
+  }
+  // Readable by us, and not larger than a config file may be.
+  if (auto text = ReadBoundedFile(path, what, kMaxConfigFileBytes); !text) {
+    return Result<void>::Error(source + ": " + text.error());
   }
   return {};
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <memory>
@@ -328,6 +329,23 @@ TEST_F(TlsContextTest, RejectsAKeyThatDoesNotMatchTheCertificate) {
   ASSERT_FALSE(context.ok());
   EXPECT_EQ(context.error(), "web.yml: key_file " + pki_.other_key.string() + " does not match the certificate in " +
                                  pki_.server_cert.string());
+}
+
+// A FIFO named as the key would make OpenSSL wait for a writer: start-up or a
+// reload would hang. It is refused at once, as are directories.
+TEST_F(TlsContextTest, RejectsAFifoOrADirectoryWithoutBlocking) {
+  auto tls = Tls();
+  tls.key_file = dir_.path() / "key.fifo";
+  ASSERT_EQ(::mkfifo(tls.key_file.c_str(), 0600), 0);
+  auto context = BuildTlsContext(tls, "web.yml");
+  ASSERT_FALSE(context.ok());
+  EXPECT_EQ(context.error(), "web.yml: key_file " + tls.key_file.string() + " is not a regular file");
+
+  tls = Tls();
+  tls.client_ca_file = dir_.path();
+  context = BuildTlsContext(tls, "web.yml");
+  ASSERT_FALSE(context.ok());
+  EXPECT_EQ(context.error(), "web.yml: client_ca_file " + dir_.path().string() + " is not a regular file");
 }
 
 TEST_F(TlsContextTest, RejectsMissingAndGarbageFiles) {
