@@ -37,7 +37,8 @@ if dpkg-query -W -f='${Status}' hostperf 2>/dev/null | grep -qv "not-installed";
   echo "SKIP: a hostperf package is installed (or its conffiles are left) on this machine; not replacing it"
   exit $skip
 fi
-if [[ -d $state_dir && -n $(ls -A "$state_dir") ]]; then
+# Files, not empty directories: purging deletes the directory.
+if [[ -d $state_dir && -n $(find "$state_dir" ! -type d -print -quit) ]]; then
   echo "SKIP: $state_dir holds data that purging the package would delete; not touching it"
   exit $skip
 fi
@@ -192,7 +193,7 @@ kill -TERM "$exporter_pid"
 wait "$exporter_pid" || fail "the daemon exited $? on SIGTERM"
 exporter_pid=
 
-# --- the operator edits the config; baselines a service run would leave
+# --- the operator edits the config
 cat >>/etc/hostperf/hostperf.toml <<'EOF'
 
 [scheduler]
@@ -201,8 +202,6 @@ EOF
 /usr/bin/hostperf_exporter --config.file=/etc/hostperf/hostperf.toml --config.check >/dev/null ||
   fail "the edited config does not check"
 edited=$(sha256sum /etc/hostperf/hostperf.toml)
-mkdir -p "$state_dir"
-echo '{}' >"$state_dir/cpu_baselines.json"
 
 # --- the next release: a bumped version and a changed default. Every file of
 # the package that spells the default out changes, as a build of the new
@@ -229,7 +228,10 @@ grep -q 'cpu_seconds_per_hour = 30' /usr/share/doc/hostperf/examples/hostperf.to
   fail "the new default did not reach the annotated example"
 echo "upgraded $version -> $next_version without a prompt; the edit stayed"
 
-# --- remove, purge
+# --- remove, purge. Baselines a service run would have left (created only
+# now: a root CLI run elsewhere would pick an existing /var/lib/hostperf).
+mkdir -p "$state_dir"
+echo '{}' >"$state_dir/cpu_baselines.json"
 dpkg --remove hostperf >"$work/remove.log" 2>&1 || { cat "$work/remove.log"; fail "dpkg --remove"; }
 [[ ! -e /usr/bin/hostperf_exporter ]] || fail "remove left the binary"
 [[ -L /etc/systemd/system/$unit ]] || fail "remove did not mask the unit"
