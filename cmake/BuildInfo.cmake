@@ -5,6 +5,11 @@
 string(TOUPPER "${CMAKE_BUILD_TYPE}" _hostperf_bt)
 set(HOSTPERF_BUILD_FLAGS "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_hostperf_bt}}")
 string(STRIP "${HOSTPERF_BUILD_FLAGS}" HOSTPERF_BUILD_FLAGS)
+# The hardening flags (cmake/Hardening.cmake) change the machine code: adding
+# them changed every fingerprint once (README, Upgrading).
+if(HOSTPERF_HARDENING_FLAGS)
+  string(APPEND HOSTPERF_BUILD_FLAGS " ${HOSTPERF_HARDENING_FLAGS}")
+endif()
 if(HOSTPERF_SANITIZE)
   string(APPEND HOSTPERF_BUILD_FLAGS " -fsanitize=address,undefined")
 endif()

@@ -1,9 +1,16 @@
 # The example config: the shared keys (config/hostperf.toml), then each probe
 # folder's own [probes.<name>] part (probes/<name>/hostperf.toml), so that a
 # new probe documents its keys in its own folder. Written at configure time to
-# ${PROJECT_BINARY_DIR}/hostperf.toml (installed as etc/hostperf/hostperf.toml,
-# read by the config tests); editing a part re-runs the configure step.
+# ${PROJECT_BINARY_DIR}/hostperf.toml (installed as
+# share/doc/hostperf/examples/hostperf.toml, read by the config tests); editing
+# a part re-runs the configure step.
+#
+# The config installed as etc/hostperf/hostperf.toml (a conffile in the .deb)
+# is config/hostperf.conffile.toml: comments only, no key, no default, so a
+# changed default never changes the conffile and an upgrade never stops at a
+# conffile prompt. It loads to the built-in defaults (tests/config).
 set(HOSTPERF_EXAMPLE_CONFIG ${PROJECT_BINARY_DIR}/hostperf.toml)
+set(HOSTPERF_CONFFILE ${PROJECT_SOURCE_DIR}/config/hostperf.conffile.toml)
 file(GLOB _hostperf_config_parts CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/probes/*/hostperf.toml)
 list(SORT _hostperf_config_parts)
 set(_hostperf_config_sources ${PROJECT_SOURCE_DIR}/config/hostperf.toml ${_hostperf_config_parts})

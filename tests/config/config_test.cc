@@ -40,6 +40,8 @@ const probes::net::NetProbeConfig& Net(const Config& c) { return c.Settings<prob
 // config/hostperf.toml and every probe's part, as cmake/ExampleConfig.cmake
 // assembles them.
 const fs::path kExampleConfig = HOSTPERF_EXAMPLE_CONFIG;
+// What the package installs as /etc/hostperf/hostperf.toml (a conffile).
+const fs::path kConffile = HOSTPERF_CONFFILE;
 
 void ExpectSameSchedule(const ProbeSchedule& a, const ProbeSchedule& b, const std::string& probe) {
   SCOPED_TRACE("probes." + probe);
@@ -405,6 +407,40 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       EXPECT_TRUE(previous_was_comment || line.find('#') != std::string::npos) << "undocumented: " << line;
     }
     previous_was_comment = !line.empty() && line[0] == '#';
+  }
+}
+
+// The conffile sets nothing: the package's upgrades bring new defaults (and
+// new keys) without changing it, so dpkg never asks about an edited copy.
+TEST(ShippedConffileTest, LoadsToTheDefaults) {
+  const auto loaded = LoadConfigFile(kConffile);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  ExpectSameConfig(*loaded, ProbeDefaults());
+}
+
+TEST(ShippedConffileTest, HasOnlyCommentsAndPointsToTheAnnotatedExample) {
+  std::ifstream in(kConffile);
+  ASSERT_TRUE(in) << kConffile;
+  std::string text;
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    text += line + "\n";
+    EXPECT_TRUE(line.empty() || line[0] == '#') << "an active line changes with the defaults: " << line;
+  }
+  EXPECT_GT(lines, 3);
+  EXPECT_NE(text.find("/usr/share/doc/hostperf/examples/hostperf.toml"), std::string::npos) << text;
+  // No default value is spelled out, even commented: a changed default would
+  // change the conffile. Every "key = value" line of the annotated example
+  // must be absent.
+  std::ifstream example(kExampleConfig);
+  ASSERT_TRUE(example) << kExampleConfig;
+  while (std::getline(example, line)) {
+    line = line.substr(0, line.find('#'));
+    line.erase(line.find_last_not_of(" \t") + 1);
+    if (line.empty() || line[0] == '[' || line.find('=') == std::string::npos) continue;
+    EXPECT_EQ(text.find(line), std::string::npos) << "default spelled out in the conffile: " << line;
   }
 }
 
