@@ -48,3 +48,10 @@ if(HOSTPERF_HARDENING)
   string(STRIP "${_hostperf_hardening_fortify} ${_hostperf_hardening_compile_text} -fPIE -pie -Wl,-z,relro -Wl,-z,now"
          HOSTPERF_HARDENING_FLAGS)
 endif()
+
+# Reproducible builds: the debug info (from which the linker's build-id is
+# computed, and which stripping removes only after) names the build
+# directory; mapped to ".", as Debian's dpkg-buildflags does, two build
+# directories of one tree give byte-identical binaries and packages. Not part
+# of the build fingerprint (it does not change the machine code).
+add_compile_options(-fdebug-prefix-map=${PROJECT_BINARY_DIR}=.)
