@@ -357,7 +357,7 @@ TEST_F(WebSecurityTest, PartialClientHellosFromOneSourceDoNotDelayTlsScrapes) {
                           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::cout << "TLS scrapes behind 600 partial ClientHellos from one source: slowest " << slowest_ms << " ms\n";
-  EXPECT_LT(slowest_ms, 3000.0) << "before: about 5 s";
+  EXPECT_LT(slowest_ms, 4000.0) << "before: about 5 s";
 }
 
 // The status of one request sent from `source` (0: no response).

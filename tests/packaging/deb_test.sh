@@ -37,11 +37,6 @@ if dpkg-query -W -f='${Status}' hostperf 2>/dev/null | grep -qv "not-installed";
   echo "SKIP: a hostperf package is installed (or its conffiles are left) on this machine; not replacing it"
   exit $skip
 fi
-# Files, not empty directories: purging deletes the directory.
-if [[ -d $state_dir && -n $(find "$state_dir" ! -type d -print -quit) ]]; then
-  echo "SKIP: $state_dir holds data that purging the package would delete; not touching it"
-  exit $skip
-fi
 for tool in "$cpack" dpkg-deb lintian hardening-check man apt-get curl setsid readelf; do
   command -v "$tool" >/dev/null || fail "$tool not found (.ci/deps installs it)"
 done
@@ -49,8 +44,16 @@ done
 work=$(mktemp -d)
 user_existed=false
 getent passwd hostperf >/dev/null && user_existed=true
-state_existed=false
-[[ -d $state_dir ]] && state_existed=true
+# No hostperf package is installed (checked above), so what is in
+# /var/lib/hostperf was left by root runs of the CLI or the daemon without a
+# state directory (other tests, a developer's runs). Purging deletes the
+# directory: it is moved aside for the test and put back after, on every exit
+# (ctest runs this test alone: RUN_SERIAL).
+state_backup=
+if [[ -d $state_dir ]]; then
+  state_backup=$(mktemp -d /var/lib/hostperf-deb-test.XXXXXX)
+  mv "$state_dir" "$state_backup/"
+fi
 exporter_pid=
 cleanup() {
   local rc=$?
@@ -59,7 +62,11 @@ cleanup() {
     dpkg --purge hostperf >/dev/null 2>&1 || { echo "cleanup: dpkg --purge hostperf failed" >&2; rc=1; }
   fi
   if ! $user_existed && getent passwd hostperf >/dev/null; then userdel hostperf 2>/dev/null || true; fi
-  $state_existed && mkdir -p "$state_dir"
+  if [[ -n $state_backup ]]; then
+    rm -rf "$state_dir"
+    mv "$state_backup/hostperf" "$state_dir" && rmdir "$state_backup" ||
+      { echo "cleanup: could not put $state_dir back from $state_backup" >&2; rc=1; }
+  fi
   rm -rf "$work"
   exit $rc
 }

@@ -587,6 +587,14 @@ TEST_F(NetResponderTest, ASourceThatKeepsFailingIsBlockedBeforeHmacWork) {
   EXPECT_LE(observer_.Drops("bad_hmac"), 40) << "HMAC work per source is bounded";
   // Blocked: even a good ping from that source gets no answer for a while.
   EXPECT_FALSE(UdpExchange(Encode(ping, secret_)));
+  // A datagram's source can be forged: junk UDP "from" a genuine peer's
+  // address must not get that peer's TCP sessions refused too (the TCP
+  // handshake proves the address; TCP failures are counted on their own).
+  ThroughputOptions options;
+  options.duration = 100ms;
+  options.rate_bytes_per_second = 10 << 20;
+  const auto tcp = RunThroughput(address_, options, secret_, Never);
+  EXPECT_EQ(tcp.outcome, SessionOutcome::kOk) << tcp.error;
 }
 
 TEST_F(NetResponderTest, UnreachablePeerFailsFast) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,13 +84,27 @@ TEST_F(StateFileTest, ReadingRefusesFifosAndOversizedFiles) {
   EXPECT_EQ(ReadWholeFile(victim()).value_or(""), "precious\n");
 }
 
+// The CLI and the daemon share the state directory: a temporary that another
+// live process is about to rename into place is not removed under it.
+TEST_F(StateFileTest, AFreshTemporaryOfAnotherProcessIsKept) {
+  const fs::path fresh = fs::path(target()).concat(".tmp.Zz3dEf6hIj9k");
+  const fs::path old = fs::path(target()).concat(".tmp.Ab3dEf6hIj9k");
+  std::ofstream(fresh) << "being written\n";
+  std::ofstream(old) << "half\n";
+  const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(old, an_hour_ago);
+  RemoveStaleTemporaries(target());
+  EXPECT_TRUE(fs::exists(fresh));
+  EXPECT_FALSE(fs::exists(old));
+}
+
 TEST_F(StateFileTest, StaleTemporariesOfACrashAreRemovedNotFollowed) {
   std::ofstream(fs::path(target()).concat(".tmp.Ab3dEf6hIj9k")) << "half\n";
   std::ofstream(fs::path(target()).concat(".tmp")) << "old style\n";
   fs::create_symlink(victim(), fs::path(target()).concat(".tmp.link"));
   std::ofstream(dir_.path() / "runs.json.other") << "kept\n";
   std::ofstream(target()) << "current\n";
-  RemoveStaleTemporaries(target());
+  RemoveStaleTemporaries(target(), std::chrono::seconds(0));
   std::vector<std::string> entries;
   for (const auto& entry : fs::directory_iterator(dir_.path())) entries.push_back(entry.path().filename());
   std::sort(entries.begin(), entries.end());

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <civetweb.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -220,7 +221,11 @@ class HttpServer::ConnectionTable {
         ++it;
         continue;
       }
-      by_peer_.erase(it->second.peer);
+      // The same address:port may already name a newer connection (a reused
+      // source port): only this connection's own mapping goes.
+      if (const auto mapped = by_peer_.find(it->second.peer); mapped != by_peer_.end() && mapped->second == it->first) {
+        by_peer_.erase(mapped);
+      }
       it = live_.erase(it);
     }
     for (auto it = ignored_.begin(); it != ignored_.end();) {
@@ -260,9 +265,14 @@ class HttpServer::ConnectionTable {
     std::sort(idle.begin(), idle.end());
     for (std::size_t i = 0; i < idle.size() && held > per_source_; ++i, --held) {
       Entry& entry = live_.at(idle[i].second);
-      struct stat st {};
-      // The descriptor must still be that socket.
-      if (fstat(entry.fd, &st) == 0 && st.st_ino == idle[i].second) ::shutdown(entry.fd, SHUT_RDWR);
+      // The descriptor must still be that socket: another thread may close
+      // the number and reuse it at any time, so check and shut down a
+      // duplicate, which keeps naming what it was made from.
+      if (const int copy = ::fcntl(entry.fd, F_DUPFD_CLOEXEC, 0); copy >= 0) {
+        struct stat st {};
+        if (fstat(copy, &st) == 0 && st.st_ino == idle[i].second) ::shutdown(copy, SHUT_RDWR);
+        ::close(copy);
+      }
       entry.evicted = true;
       if (on_evicted_) on_evicted_();
     }

@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
 
 #include "hostperf/base/files.h"
 
@@ -78,13 +80,18 @@ std::error_code WriteFileAtomically(const std::filesystem::path& path, const std
   return {};
 }
 
-void RemoveStaleTemporaries(const std::filesystem::path& path) {
+void RemoveStaleTemporaries(const std::filesystem::path& path, std::chrono::seconds min_age) {
   const std::string prefix = path.filename().string() + ".tmp";
+  const std::time_t now = std::time(nullptr);
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(path.parent_path(), ec);
        !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name == prefix || name.rfind(prefix + ".", 0) == 0) ::unlink(it->path().c_str());  // unlink: never follows
+    if (name != prefix && name.rfind(prefix + ".", 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) continue;  // lstat: a link's own age
+    if (now - st.st_mtime < min_age.count()) continue;    // perhaps another process's write in progress
+    ::unlink(it->path().c_str());                         // unlink: never follows
   }
 }
 

@@ -185,23 +185,31 @@ class ResponderImpl final : public Responder {
     if (options_.observer) options_.observer->OnRequest(ToString(type));
   }
 
-  bool Blocked(const std::string& source, Clock::time_point now) {
-    const auto it = failures_.find(source);
-    return it != failures_.end() && now < it->second.blocked_until;
+  // UDP and TCP failures are tracked apart: a datagram's source address can
+  // be forged, so junk UDP "from" a genuine peer must not get that peer's TCP
+  // connections (whose handshake proves the address) refused as well.
+  using FailureTable = std::map<std::string, Failures>;
+
+  static bool Blocked(const FailureTable& table, const std::string& source, Clock::time_point now) {
+    const auto it = table.find(source);
+    return it != table.end() && now < it->second.blocked_until;
   }
 
   // A message from `source` failed authentication or parsing.
-  void Fail(const std::string& source, std::string_view reason, Clock::time_point now) {
+  void Fail(FailureTable& table, const std::string& source, std::string_view reason, Clock::time_point now) {
     Drop(reason);
-    auto it = failures_.find(source);
-    if (it == failures_.end()) {
-      if (failures_.size() >= kMaxTrackedSources) {
-        std::erase_if(failures_, [&](const auto& entry) {
+    // A peer of another protocol version (a rolling upgrade) is told so, not
+    // blocked: it is no attacker, and it will be upgraded shortly.
+    if (reason == "bad_version") return;
+    auto it = table.find(source);
+    if (it == table.end()) {
+      if (table.size() >= kMaxTrackedSources) {
+        std::erase_if(table, [&](const auto& entry) {
           return now >= entry.second.blocked_until && now - entry.second.window_start >= kFailureWindow;
         });
-        if (failures_.size() >= kMaxTrackedSources) return;
+        if (table.size() >= kMaxTrackedSources) return;
       }
-      it = failures_.emplace(source, Failures{0, now, {}}).first;
+      it = table.emplace(source, Failures{0, now, {}}).first;
     }
     Failures& f = it->second;
     if (now - f.window_start >= kFailureWindow) {
@@ -288,7 +296,7 @@ class ResponderImpl final : public Responder {
         continue;
       }
       const std::string source = from.Host();
-      if (Blocked(source, now)) {
+      if (Blocked(udp_failures_, source, now)) {
         Drop("source_blocked");
         continue;
       }
@@ -298,7 +306,7 @@ class ResponderImpl final : public Responder {
       }
       const Decoded decoded = Decode(datagram, options_.secret);
       if (!decoded.message || decoded.consumed != datagram.size()) {
-        Fail(source, FailureReason(decoded.error), now);
+        Fail(udp_failures_, source, FailureReason(decoded.error), now);
         continue;
       }
       Message reply = *decoded.message;
@@ -313,7 +321,7 @@ class ResponderImpl final : public Responder {
         reply.hello.nonce = RandomNonce();
         binding = decoded.message->hello.nonce;
       } else {
-        Fail(source, "malformed", now);
+        Fail(udp_failures_, source, "malformed", now);
         continue;
       }
       Count(decoded.message->type);
@@ -363,7 +371,7 @@ class ResponderImpl final : public Responder {
       Fd fd(
           ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
       if (!fd.valid()) return;
-      if (Blocked(from.Host(), now)) {
+      if (Blocked(tcp_failures_, from.Host(), now)) {
         Drop("source_blocked");
         continue;
       }
@@ -507,7 +515,7 @@ class ResponderImpl final : public Responder {
           conn.state = ConnState::kClosing;
           break;
         }
-        Fail(conn.source, FailureReason(decoded.error), now);
+        Fail(tcp_failures_, conn.source, FailureReason(decoded.error), now);
         return false;
       }
       offset += decoded.consumed;
@@ -571,7 +579,7 @@ class ResponderImpl final : public Responder {
       case ConnState::kClosing:
         break;
     }
-    Fail(conn.source, "malformed", now);  // a message that does not fit the connection's state
+    Fail(tcp_failures_, conn.source, "malformed", now);  // a message that does not fit the connection's state
     return false;
   }
 
@@ -593,7 +601,8 @@ class ResponderImpl final : public Responder {
   std::vector<std::uint16_t> ports_;
   std::map<int, Connection> connections_;
   std::map<std::string, Bucket> buckets_;
-  std::map<std::string, Failures> failures_;
+  FailureTable udp_failures_;
+  FailureTable tcp_failures_;
   Session session_;
   std::mt19937_64 rng_;
   Fd wake_;

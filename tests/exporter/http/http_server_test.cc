@@ -399,7 +399,16 @@ TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirs
   for (int i = 0; i < 10; ++i) {
     idle.push_back(Connect(port));
     ASSERT_TRUE(idle.back().valid());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a clear order
+    if (i < 4) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a clear order
+      continue;
+    }
+    // Each connection past the limit evicts one before the next is made, so
+    // a loaded machine cannot register two at once out of order.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (evicted.load() < i - 3 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
   const auto closed = [](const Socket& socket) {
     char byte;

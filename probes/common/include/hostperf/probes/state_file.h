@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -27,6 +28,9 @@ std::error_code WriteFileAtomically(const std::filesystem::path& path, const std
 // Removes what an interrupted WriteFileAtomically(path, ...) left beside
 // `path`: `<path>.tmp.<suffix>` and the old fixed `<path>.tmp` (links
 // themselves, never their targets). For start-up, before any write to `path`.
-void RemoveStaleTemporaries(const std::filesystem::path& path);
+// Only those last modified at least `min_age` ago: the CLI and the daemon
+// share the state directory, and a temporary another live process is about
+// to rename into place is seconds old at most.
+void RemoveStaleTemporaries(const std::filesystem::path& path, std::chrono::seconds min_age = std::chrono::minutes(10));
 
 }  // namespace hostperf::probes
