@@ -9,7 +9,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -51,6 +56,48 @@ std::optional<double> SampleValue(const std::string& exposition, const std::stri
     return std::stod(line.substr(space + 1));
   }
   return std::nullopt;
+}
+
+// Go's strconv.FormatFloat(v, 'g', -1, 64), derived with printf alone: the
+// fewest significant digits that parse back to v, %e when the decimal
+// exponent is below -4 or at least 6, else %f.
+std::string GoShortest(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == 0) return "0";
+  char text[64];
+  int digits = 1;
+  for (; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*e", digits - 1, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  const int exponent = std::atoi(std::strchr(text, 'e') + 1);
+  if (exponent < -4 || exponent >= 6) return text;
+  std::snprintf(text, sizeof(text), "%.*f", std::max(digits - 1 - exponent, 0), v);
+  return text;
+}
+
+// Issue #20: every `le` (and `quantile`) label on /metrics is printed in
+// that form, as client_golang and prometheus_client print it. Returns how
+// many were checked.
+int ExpectShortestFloatLabels(const std::string& metrics) {
+  int checked = 0;
+  for (const std::string label : {"le", "quantile"}) {
+    for (const std::string opener : {"{", ","}) {
+      const std::string needle = opener + label + "=\"";
+      for (auto at = metrics.find(needle); at != std::string::npos; at = metrics.find(needle, at + 1)) {
+        const auto line_start = metrics.rfind('\n', at) + 1;
+        if (metrics[line_start] == '#') continue;
+        const auto begin = at + needle.size();
+        const std::string value = metrics.substr(begin, metrics.find('"', begin) - begin);
+        char* end = nullptr;
+        const double parsed = value == "+Inf" ? HUGE_VAL : std::strtod(value.c_str(), &end);
+        if (value != "+Inf") EXPECT_EQ(*end, '\0') << label << "=\"" << value << "\" is not a number";
+        EXPECT_EQ(value, GoShortest(parsed)) << metrics.substr(line_start, metrics.find('\n', at) - line_start);
+        ++checked;
+      }
+    }
+  }
+  return checked;
 }
 
 class Exporter {
@@ -187,6 +234,10 @@ TEST(ExporterBinary, FirstCpuRunPassesPromtoolAndHasRealValues) {
   EXPECT_GT(SampleValue(metrics, "process_open_fds").value_or(0), 0.0);
   EXPECT_EQ(SampleValue(metrics, "hostperf_config_last_reload_successful"), 1.0);
   EXPECT_THAT(metrics, HasSubstr("hostperf_build_info{"));
+  // The cpu probe's task histogram has 70e-6 among its bounds: it was
+  // le="6.999999999999999e-05".
+  EXPECT_GE(ExpectShortestFloatLabels(metrics), 48);
+  EXPECT_THAT(metrics, HasSubstr("hostperf_cpu_task_seconds_bucket{load=\"high\",le=\"7e-05\"}"));
 
 #ifdef HOSTPERF_PROMTOOL
   const auto file = dir.Write("metrics.txt", metrics);

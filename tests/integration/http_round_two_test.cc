@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -165,6 +166,57 @@ TEST_F(HttpRoundTwoTest, AScrapeFromTheFloodingSourceItselfEvictsItsOldestIdleCo
   EXPECT_EQ(status, 200);
   EXPECT_LT(took, 5s);
   EXPECT_TRUE(ServerClosed(held.front().get())) << "the oldest idle connection stays open";
+}
+
+// Issue #20: every response said Connection: close, so every scrape was a
+// new TCP connection (and TLS handshake). Now two requests share one
+// connection, and the server closes it after the 10 s idle bound.
+TEST_F(HttpRoundTwoTest, ScrapesReuseTheirConnectionUntilTheIdleBound) {
+  Start();
+#ifdef HOSTPERF_CURL
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/metrics";
+  const auto curl = RunCommand(HOSTPERF_CURL, {"-sS", "-v", "-o", "/dev/null", "-o", "/dev/null", url, url}, 30s);
+  ASSERT_EQ(curl.status, 0) << curl.err;
+  std::size_t connects = 0;
+  for (auto at = curl.err.find("Connected to"); at != std::string::npos; at = curl.err.find("Connected to", at + 1)) {
+    ++connects;
+  }
+  EXPECT_EQ(connects, 1u) << curl.err;
+  EXPECT_THAT(curl.err, HasSubstr("Re-using existing connection"));
+  EXPECT_THAT(curl.err, HasSubstr("< Connection: keep-alive"));
+  EXPECT_THAT(curl.err, Not(HasSubstr("< Connection: close")));
+#endif
+  // Raw: two scrapes on one socket, then nothing until the server closes it.
+  net::Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const auto remote = *net::ParseNumericAddress("127.0.0.1", static_cast<std::uint16_t>(port_));
+  ASSERT_EQ(::connect(fd.get(), remote.get(), remote.length), 0);
+  timeval timeout{40, 0};
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+    std::string head;
+    char byte;
+    while (head.find("\r\n\r\n") == std::string::npos && ::recv(fd.get(), &byte, 1, 0) == 1) head += byte;
+    ASSERT_THAT(head, HasSubstr("HTTP/1.1 200")) << "scrape " << i << " on the same connection";
+    EXPECT_THAT(head, HasSubstr("Connection: keep-alive\r\nKeep-Alive: timeout=10\r\n"));
+    EXPECT_THAT(head, Not(HasSubstr("Connection: close")));
+    const auto at = head.find("Content-Length: ");
+    ASSERT_NE(at, std::string::npos);
+    std::size_t body = std::stoul(head.substr(at + 16));
+    char buffer[4096];
+    while (body > 0) {
+      const ssize_t n = ::recv(fd.get(), buffer, std::min(body, sizeof(buffer)), 0);
+      ASSERT_GT(n, 0);
+      body -= static_cast<std::size_t>(n);
+    }
+  }
+  const auto idle_since = Clock::now();
+  char byte;
+  EXPECT_EQ(::recv(fd.get(), &byte, 1, 0), 0) << "the server closes the idle connection";
+  const auto idle = Clock::now() - idle_since;
+  EXPECT_GT(idle, 2s) << "closed long before the idle bound";
+  EXPECT_LT(idle, 35s);
 }
 
 // RFC 9112 3.2.2 (absolute form), RFC 9110 9.3.7 (OPTIONS *), RFC 9112 6.3

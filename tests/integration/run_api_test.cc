@@ -218,6 +218,45 @@ TEST(RunApi, AuthValidationOneAtATimeCancelAndPromptScrapes) {
   EXPECT_EQ(daemon.Call("DELETE", "/api/v1/runs/" + id).status, 409);  // already over
   // The scheduler was paused and resumed; the daemon still serves.
   EXPECT_EQ(daemon.Call("GET", "/-/ready", "", "").status, 200);
+#ifdef HOSTPERF_CURL
+  // Issue #20: the run API on one kept connection: a POST with a body
+  // (refused, 400), then the list and a scrape.
+  const std::string base = "http://127.0.0.1:" + std::to_string(daemon.Port());
+  const std::string auth = std::string("Authorization: Bearer ") + kToken;
+  const auto curl = RunCommand(HOSTPERF_CURL,
+                               {"-sS",
+                                "-v",
+                                "-o",
+                                "/dev/null",
+                                "-H",
+                                auth,
+                                "-H",
+                                "Content-Type: application/json",
+                                "--data",
+                                "{\"probes\": [",
+                                base + "/api/v1/runs",
+                                "--next",
+                                "-sS",
+                                "-v",
+                                "-o",
+                                "/dev/null",
+                                "-H",
+                                auth,
+                                base + "/api/v1/runs",
+                                "-o",
+                                "/dev/null",
+                                base + "/metrics"},
+                               seconds(30));
+  ASSERT_EQ(curl.status, 0) << curl.err;
+  std::size_t connects = 0;
+  for (auto at = curl.err.find("Connected to"); at != std::string::npos; at = curl.err.find("Connected to", at + 1)) {
+    ++connects;
+  }
+  EXPECT_EQ(connects, 1u) << curl.err;
+  EXPECT_THAT(curl.err, HasSubstr("< HTTP/1.1 400"));
+  EXPECT_THAT(curl.err, HasSubstr("< HTTP/1.1 200"));
+  EXPECT_THAT(curl.err, ::testing::Not(HasSubstr("< Connection: close")));
+#endif
 }
 
 TEST(RunApi, SmallFullRunOfEveryProbeAndHistoryAcrossARestart) {

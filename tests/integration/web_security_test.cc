@@ -209,6 +209,24 @@ TEST_F(WebSecurityTest, TlsWithBasicAuth) {
   EXPECT_EQ(Curl(port, {"--cacert", ca}), 401);
   EXPECT_EQ(Curl(port, {"--cacert", ca, "-u", "alice:wrong"}), 401);
   EXPECT_EQ(Curl(port, {"--cacert", ca, "-u", "alice:alice-pw"}), 200) << last_curl_error_;
+#ifdef HOSTPERF_CURL
+  // Issue #20: keep-alive over TLS with auth: three requests (the first
+  // refused without credentials), one TCP connection and one handshake.
+  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/metrics";
+  const auto curl = RunCommand(HOSTPERF_CURL, {"-sS", "-v", "--cacert",  ca, "-o", "/dev/null",      url,  "--next",
+                                               "-sS", "-v", "--cacert",  ca, "-u", "alice:alice-pw", "-o", "/dev/null",
+                                               url,   "-o", "/dev/null", url},
+                               seconds(30));
+  ASSERT_EQ(curl.status, 0) << curl.err;
+  std::size_t connects = 0;
+  for (auto at = curl.err.find("Connected to"); at != std::string::npos; at = curl.err.find("Connected to", at + 1)) {
+    ++connects;
+  }
+  EXPECT_EQ(connects, 1u) << curl.err;
+  EXPECT_THAT(curl.err, HasSubstr("< HTTP/1.1 401"));
+  EXPECT_THAT(curl.err, HasSubstr("< HTTP/1.1 200"));
+  EXPECT_THAT(curl.err, Not(HasSubstr("< Connection: close")));
+#endif
 }
 
 struct BadStart {

@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -17,7 +21,124 @@ std::string Trim(std::string_view text) {
   return std::string(text);
 }
 
+// The values of every `label="…"` in the sample lines of `text`, as
+// [begin, end) offsets of the text between the quotes. A `="` in a sample
+// line always opens a label value (quotes inside values are escaped), so the
+// name before it is a label name when `{` or `,` precedes it.
+std::vector<std::pair<std::size_t, std::size_t>> LabelValueSpans(std::string_view text, std::string_view label) {
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  std::size_t line = 0;
+  while (line < text.size()) {
+    std::size_t line_end = text.find('\n', line);
+    if (line_end == std::string_view::npos) line_end = text.size();
+    const auto open = text[line] == '#' ? std::string_view::npos : text.find('{', line);
+    if (open != std::string_view::npos && open < line_end) {
+      bool in_value = false;
+      std::size_t name_start = open + 1;
+      std::size_t value_start = 0;
+      for (std::size_t i = open + 1; i < line_end; ++i) {
+        const char c = text[i];
+        if (in_value) {
+          if (c == '\\') {
+            ++i;
+          } else if (c == '"') {
+            in_value = false;
+            if (text.substr(name_start, value_start - 2 - name_start) == label) spans.emplace_back(value_start, i);
+          }
+        } else if (c == '"') {
+          in_value = true;
+          value_start = i + 1;
+        } else if (c == ',') {
+          name_start = i + 1;
+        } else if (c == '}') {
+          break;
+        }
+      }
+    }
+    line = line_end + 1;
+  }
+  return spans;
+}
+
+// `text` with the values of `label` replaced by `values` in order (the
+// exact doubles the serializer printed with 16 digits, which do not always
+// round-trip). Should the count not match, each printed value is parsed
+// back instead (exact for every bound written with up to 15 digits).
+std::string RewriteFloatLabel(const std::string& text, std::string_view label, const std::vector<double>& values) {
+  const auto spans = LabelValueSpans(text, label);
+  if (spans.empty()) return text;
+  const bool exact = spans.size() == values.size();
+  std::string out;
+  out.reserve(text.size());
+  std::size_t copied = 0;
+  for (std::size_t k = 0; k < spans.size(); ++k) {
+    const auto [begin, end] = spans[k];
+    const std::string_view printed(text.data() + begin, end - begin);
+    std::optional<double> value;
+    if (exact) {
+      value = values[k];
+    } else if (printed == "+Inf") {
+      value = std::numeric_limits<double>::infinity();
+    } else if (printed == "-Inf") {
+      value = -std::numeric_limits<double>::infinity();
+    } else {
+      double parsed = 0;
+      const auto [ptr, ec] = std::from_chars(printed.data(), printed.data() + printed.size(), parsed);
+      if (ec == std::errc() && ptr == printed.data() + printed.size()) value = parsed;
+    }
+    if (!value) continue;  // not a number: left as printed
+    out.append(text, copied, begin - copied);
+    out += FormatFloatLikeGo(*value);
+    copied = end;
+  }
+  out.append(text, copied, std::string::npos);
+  return out;
+}
+
 }  // namespace
+
+std::string FormatFloatLikeGo(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  if (value == 0) return "0";
+  char buffer[64];
+  // Shortest digits that parse back to `value`, as d.ddde[+-]x.
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+  if (ec != std::errc()) return "NaN";  // cannot happen: 64 bytes hold any double
+  std::string_view scientific(buffer, static_cast<std::size_t>(end - buffer));
+  std::string out;
+  if (scientific.front() == '-') {
+    out += '-';
+    scientific.remove_prefix(1);
+  }
+  const auto e = scientific.find('e');
+  std::string digits;
+  for (const char c : scientific.substr(0, e)) {
+    if (c != '.') digits += c;
+  }
+  const int exponent = std::atoi(std::string(scientific.substr(e + 1)).c_str());
+  // Go's strconv.FormatFloat(f, 'g', -1, 64): %e when the exponent is below
+  // -4 or at least 6 (the shortest form decides at precision 6), else %f;
+  // the exponent has a sign and at least two digits.
+  if (exponent < -4 || exponent >= 6) {
+    out += digits.front();
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    const int magnitude = std::abs(exponent);
+    out += exponent < 0 ? "e-" : "e+";
+    if (magnitude < 10) out += '0';
+    out += std::to_string(magnitude);
+  } else if (exponent < 0) {
+    out += "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const auto whole = static_cast<std::size_t>(exponent) + 1;
+    if (digits.size() <= whole) {
+      out += digits + std::string(whole - digits.size(), '0');
+    } else {
+      out += digits.substr(0, whole) + "." + digits.substr(whole);
+    }
+  }
+  return out;
+}
 
 std::string SerializeMetrics(const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables) {
   std::vector<prometheus::MetricFamily> families;
@@ -28,9 +149,48 @@ std::string SerializeMetrics(const std::vector<std::shared_ptr<prometheus::Colle
   }
   // Families without samples would be a bare HELP/TYPE pair: leave them out.
   std::erase_if(families, [](const prometheus::MetricFamily& family) { return family.metric.empty(); });
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, families);
-  return out.str();
+  // prometheus-cpp 1.0.1 prints `le` and `quantile` with 16 significant
+  // digits (le="6.999999999999999e-05" for 7e-05); Go's and Python's clients
+  // print the shortest form that round-trips, and selectors and `sum by (le)`
+  // across exporters need the same strings. Histograms and summaries are
+  // serialized one family at a time and their bounds rewritten from the
+  // exact doubles; sample values are printed by prometheus-cpp as before.
+  std::string result;
+  std::vector<prometheus::MetricFamily> batch;
+  const auto flush = [&result, &batch] {
+    if (batch.empty()) return;
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, batch);
+    result += out.str();
+    batch.clear();
+  };
+  for (auto& family : families) {
+    const bool histogram = family.type == prometheus::MetricType::Histogram;
+    const bool summary = family.type == prometheus::MetricType::Summary;
+    if (!histogram && !summary) {
+      batch.push_back(std::move(family));
+      continue;
+    }
+    flush();
+    // The label values in the order the serializer writes them.
+    std::vector<double> bounds;
+    for (const auto& metric : family.metric) {
+      if (histogram) {
+        double last = -std::numeric_limits<double>::infinity();
+        for (const auto& bucket : metric.histogram.bucket) bounds.push_back(last = bucket.upper_bound);
+        if (last != std::numeric_limits<double>::infinity()) bounds.push_back(std::numeric_limits<double>::infinity());
+      } else {
+        for (const auto& quantile : metric.summary.quantile) bounds.push_back(quantile.quantile);
+      }
+    }
+    batch.push_back(std::move(family));
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, batch);
+    batch.clear();
+    result += RewriteFloatLabel(out.str(), histogram ? "le" : "quantile", bounds);
+  }
+  flush();
+  return result;
 }
 
 Result<std::string> Gzip(std::string_view data) {

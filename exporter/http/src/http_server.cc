@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -69,15 +70,63 @@ std::string_view StatusText(int status) {
   }
 }
 
-void SendResponse(mg_connection* connection, const HttpResponse& response, bool head_only) {
+// `keep_alive_seconds` > 0: the connection stays open for the next request
+// for that long (said in Keep-Alive, RFC 9112 9.3 and the de-facto header
+// of RFC 2068 19.7.1); 0: it is closed after this response.
+void SendResponse(mg_connection* connection, const HttpResponse& response, bool head_only,
+                  std::int64_t keep_alive_seconds = 0) {
   std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " + std::string(StatusText(response.status)) +
                      "\r\nContent-Type: " + response.content_type +
-                     "\r\nContent-Length: " + std::to_string(response.body.size()) +
-                     "\r\nCache-Control: no-store\r\nConnection: close\r\n";
+                     "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\nCache-Control: no-store\r\n";
+  head += keep_alive_seconds > 0
+              ? "Connection: keep-alive\r\nKeep-Alive: timeout=" + std::to_string(keep_alive_seconds) + "\r\n"
+              : std::string("Connection: close\r\n");
   for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
   head += "\r\n";
   mg_write(connection, head.data(), head.size());
   if (!head_only && !response.body.empty()) mg_write(connection, response.body.data(), response.body.size());
+}
+
+// Whether the client asks to keep the connection, as CivetWeb 1.15 decides
+// it after the handler (should_keep_alive): a Connection header decides by
+// its keep-alive token, else HTTP/1.1 keeps and HTTP/1.0 closes.
+bool ClientKeepsAlive(const mg_request_info* info) {
+  for (int i = 0; i < info->num_headers; ++i) {
+    if (strcasecmp(info->http_headers[i].name, "Connection") != 0) continue;
+    const std::string value = Lower(info->http_headers[i].value);
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      auto end = value.find(',', start);
+      if (end == std::string::npos) end = value.size();
+      std::string token = value.substr(start, end - start);
+      token.erase(0, token.find_first_not_of(" \t"));
+      token.erase(token.find_last_not_of(" \t") + 1);
+      if (token == "keep-alive") return true;
+      start = end + 1;
+    }
+    return false;
+  }
+  return info->http_version != nullptr && std::string_view(info->http_version) == "1.1";
+}
+
+// CivetWeb 1.15 decides whether to read another request from the request's
+// Connection header once the handler returns, and has no call to make it
+// close. A response sent before the body was read (or to an ambiguous
+// length) must close the connection, or the unread body would be taken as
+// the next request: point that header at "close". The handler has copied
+// the headers already.
+void ForceClose(mg_connection* connection) {
+  auto* info = const_cast<mg_request_info*>(mg_get_request_info(connection));
+  if (info == nullptr) return;
+  for (int i = 0; i < info->num_headers; ++i) {
+    if (strcasecmp(info->http_headers[i].name, "Connection") == 0) {
+      info->http_headers[i].value = "close";
+      return;
+    }
+  }
+  const int slot = info->num_headers < MG_MAX_HEADERS ? info->num_headers++ : 0;
+  info->http_headers[slot].name = "Connection";
+  info->http_headers[slot].value = "close";
 }
 
 // "addr:port" of a socket address, as CivetWeb prints remote_addr.
@@ -367,6 +416,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
       std::make_unique<ConnectionTable>(options.max_connections_per_source, options.on_connection_evicted);
   const std::string threads = std::to_string(options.worker_threads);
   const std::string timeout = std::to_string(options.request_timeout.count());
+  const bool keep_alive = options.keep_alive_timeout.count() > 0;
+  const std::string keep_alive_timeout = std::to_string(keep_alive ? options.keep_alive_timeout.count() : 0);
   const char* civet_options[] = {"listening_ports",
                                  ports->c_str(),
                                  "num_threads",
@@ -374,7 +425,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
                                  "request_timeout_ms",
                                  timeout.c_str(),
                                  "enable_keep_alive",
-                                 "no",
+                                 keep_alive ? "yes" : "no",
+                                 "keep_alive_timeout_ms",
+                                 keep_alive_timeout.c_str(),
                                  "listen_backlog",
                                  "256",
                                  nullptr};
@@ -497,10 +550,10 @@ void HttpServer::AnswerUnrouted(mg_connection* connection) {
   HttpRequest request;
   request.path = absolute->first;
   request.query = absolute->second;
-  (void)Serve(connection, std::move(request));
+  (void)Serve(connection, std::move(request), /*unrouted=*/true);
 }
 
-int HttpServer::Serve(mg_connection* connection, HttpRequest request) {
+int HttpServer::Serve(mg_connection* connection, HttpRequest request, bool unrouted) {
   const mg_request_info* info = mg_get_request_info(connection);
   request.method = info->request_method != nullptr ? info->request_method : "";
   request.remote_address = info->remote_addr;
@@ -521,25 +574,30 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request) {
   // RFC 9112 6.3: a repeated (or list-valued) Content-Length, or one beside
   // Transfer-Encoding, makes the message's length ambiguous (request
   // smuggling): refused, and the connection closed after the response.
+  // Answered before the body was read: the connection closes after it.
+  const auto refuse = [connection, head_only](const HttpResponse& response) {
+    ForceClose(connection);
+    SendResponse(connection, response, head_only);
+    return response.status;
+  };
   if (content_lengths > 1 || (content_lengths == 1 && (!AllDigits(request.Header("content-length")) ||
                                                        !request.Header("transfer-encoding").empty()))) {
-    SendResponse(connection, HttpResponse::Text(400, "ambiguous message length: Content-Length"), head_only);
-    return 400;
+    return refuse(HttpResponse::Text(400, "ambiguous message length: Content-Length"));
   }
+  // The request has a body unless it says Content-Length: 0 or nothing.
+  const bool has_body = info->content_length > 0 || !request.Header("transfer-encoding").empty();
   if (options_.guard != nullptr) {
     // Basic auth gates every route, before the body is read.
     if (auto denied = options_.guard->Authorize(request)) {
-      SendResponse(connection, *denied, head_only);
+      if (has_body) return refuse(*denied);
+      SendResponse(connection, *denied, head_only, KeepAliveSeconds(info));
       return denied->status;
     }
   }
 
   if (info->content_length > static_cast<long long>(options_.max_body_bytes)) {
-    SendResponse(
-        connection,
-        HttpResponse::Text(413, "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes"),
-        head_only);
-    return 413;
+    return refuse(
+        HttpResponse::Text(413, "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
   }
   // Without Content-Length (chunked) read up to the limit and refuse beyond.
   char buffer[8192];
@@ -547,10 +605,7 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request) {
     const int n = mg_read(connection, buffer, sizeof(buffer));
     if (n <= 0) break;
     request.body.append(buffer, static_cast<std::size_t>(n));
-    if (request.body.size() > options_.max_body_bytes) {
-      SendResponse(connection, HttpResponse::Text(413, "request body too large"), head_only);
-      return 413;
-    }
+    if (request.body.size() > options_.max_body_bytes) return refuse(HttpResponse::Text(413, "request body too large"));
   }
 
   HttpResponse response;
@@ -573,8 +628,14 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request) {
   if (options_.guard != nullptr) {
     for (auto& header : options_.guard->ResponseHeaders()) response.headers.push_back(std::move(header));
   }
-  SendResponse(connection, response, head_only);
+  SendResponse(connection, response, head_only, unrouted ? 0 : KeepAliveSeconds(info));
   return response.status;
+}
+
+std::int64_t HttpServer::KeepAliveSeconds(const mg_request_info* info) const {
+  if (options_.keep_alive_timeout.count() <= 0 || !ClientKeepsAlive(info)) return 0;
+  // Whole seconds, rounded up: a client that waits that long finds it closed.
+  return (options_.keep_alive_timeout.count() + 999) / 1000;
 }
 
 }  // namespace hostperf::exporter

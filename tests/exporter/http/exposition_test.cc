@@ -6,9 +6,16 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/summary.h>
 #include <zlib.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -150,6 +157,128 @@ TEST(SerializeMetricsTest, ConcatenatesEveryCollectable) {
 }
 
 TEST(SerializeMetricsTest, NoCollectablesGiveEmptyText) { EXPECT_EQ(SerializeMetrics({}), ""); }
+
+// ---------------------------------------------------------------------------
+// Issue #20: float labels in the shortest round-trip form, as Go prints them.
+
+// What Go's strconv.FormatFloat(v, 'g', -1, 64) gives, derived with printf
+// alone (an oracle independent of FormatFloatLikeGo): the fewest significant
+// digits that parse back to v, then %e when the decimal exponent is below -4
+// or at least 6, else %f.
+std::string GoShortestOracle(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == 0) return "0";
+  char text[64];
+  int digits = 1;
+  for (; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*e", digits - 1, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
+  const int exponent = std::atoi(std::strchr(text, 'e') + 1);
+  if (exponent < -4 || exponent >= 6) return text;  // printf's %e: "7e-05", "1.5e+06"
+  std::snprintf(text, sizeof(text), "%.*f", std::max(digits - 1 - exponent, 0), v);
+  return text;
+}
+
+struct GoCase {
+  double value;
+  std::string go;  // strconv.FormatFloat(value, 'g', -1, 64)
+};
+
+void PrintTo(const GoCase& c, std::ostream* os) { *os << c.go; }
+
+class FormatFloatLikeGoTest : public ::testing::TestWithParam<GoCase> {};
+
+TEST_P(FormatFloatLikeGoTest, MatchesGo) {
+  EXPECT_EQ(FormatFloatLikeGo(GetParam().value), GetParam().go);
+  EXPECT_EQ(GoShortestOracle(GetParam().value), GetParam().go) << "the oracle itself";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, FormatFloatLikeGoTest,
+    ::testing::Values(GoCase{7e-05, "7e-05"}, GoCase{70e-6, "7e-05"}, GoCase{8e-05, "8e-05"}, GoCase{1e-05, "1e-05"},
+                      GoCase{2.5e-05, "2.5e-05"}, GoCase{0.0001, "0.0001"}, GoCase{0.00012, "0.00012"},
+                      GoCase{0.001, "0.001"}, GoCase{2.5e-3, "0.0025"}, GoCase{0.1, "0.1"}, GoCase{0.25, "0.25"},
+                      GoCase{0.5, "0.5"}, GoCase{0.99, "0.99"}, GoCase{1, "1"}, GoCase{2.5, "2.5"}, GoCase{10, "10"},
+                      GoCase{123.456, "123.456"}, GoCase{100000, "100000"}, GoCase{999999, "999999"},
+                      GoCase{1e6, "1e+06"}, GoCase{1.5e6, "1.5e+06"}, GoCase{123456789, "1.23456789e+08"},
+                      GoCase{1e21, "1e+21"}, GoCase{1e100, "1e+100"}, GoCase{0.1 + 0.2, "0.30000000000000004"},
+                      GoCase{5e-324, "5e-324"}, GoCase{1.7976931348623157e308, "1.7976931348623157e+308"},
+                      GoCase{-0.5, "-0.5"}, GoCase{-1e6, "-1e+06"}, GoCase{0, "0"}, GoCase{-0.0, "0"},
+                      GoCase{std::numeric_limits<double>::infinity(), "+Inf"},
+                      GoCase{-std::numeric_limits<double>::infinity(), "-Inf"},
+                      GoCase{std::numeric_limits<double>::quiet_NaN(), "NaN"}));
+
+// Round trip and shortness over many values: every project bucket bound,
+// powers of ten and their multiples, and random doubles of every magnitude.
+TEST(FormatFloatLikeGo, RoundTripsShortestForManyValues) {
+  std::vector<double> values;
+  for (int exponent = -12; exponent <= 12; ++exponent) {
+    for (const double mantissa : {1.0, 1.25, 2.0, 2.5, 3.0, 5.0, 7.0, 7.5, 8.0, 9.0}) {
+      values.push_back(mantissa * std::pow(10.0, exponent));
+      values.push_back(mantissa / std::pow(10.0, -exponent));
+    }
+  }
+  std::mt19937_64 random(20);
+  std::uniform_real_distribution<double> exponent(-300, 300);
+  for (int i = 0; i < 20000; ++i) values.push_back(std::pow(10.0, exponent(random)));
+  std::uniform_int_distribution<std::uint64_t> bits;
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t b = bits(random);
+    double v;
+    std::memcpy(&v, &b, sizeof(v));
+    if (std::isfinite(v)) values.push_back(v);
+  }
+  for (const double v : values) {
+    const std::string text = FormatFloatLikeGo(v);
+    ASSERT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
+    ASSERT_EQ(text, GoShortestOracle(v)) << "%.17g: " << [v] {
+      char t[40];
+      std::snprintf(t, sizeof(t), "%.17g", v);
+      return std::string(t);
+    }();
+  }
+}
+
+TEST(SerializeMetricsTest, BucketBoundsAndQuantilesAreShortestSampleValuesAsBefore) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto& histograms = prometheus::BuildHistogram().Name("t_seconds").Help("T.").Register(*registry);
+  histograms
+      .Add({{"op", "le=\"7\", x\\"}},
+           prometheus::Histogram::BucketBoundaries{10e-6, 70e-6, 80e-6, 0.001, 0.25, 1, 1e6, 123456789})
+      .Observe(0.3);
+  histograms.Add({{"op", "b"}}, prometheus::Histogram::BucketBoundaries{0.1, 0.3}).Observe(0.2);
+  prometheus::BuildSummary()
+      .Name("t_summary")
+      .Help("S.")
+      .Register(*registry)
+      .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}, {0.999, 0.0001}})
+      .Observe(1);
+  auto& gauges = prometheus::BuildGauge().Name("t_gauge").Help("G.").Register(*registry);
+  gauges.Add({{"le", "0.30000000000000004"}}).Set(70e-6);  // not a histogram: left alone
+  const std::string text = SerializeMetrics({registry});
+  const std::string a = "t_seconds_bucket{op=\"le=\\\"7\\\", x\\\\\",le=\"";
+  for (const char* bound : {"1e-05", "7e-05", "8e-05", "0.001", "0.25", "1", "1e+06", "1.23456789e+08", "+Inf"}) {
+    EXPECT_THAT(text, HasSubstr(a + bound + "\"}")) << text;
+  }
+  EXPECT_THAT(text, HasSubstr("t_seconds_bucket{op=\"b\",le=\"0.1\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("t_seconds_bucket{op=\"b\",le=\"0.3\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("t_seconds_bucket{op=\"b\",le=\"+Inf\"} 1\n"));
+  for (const char* q : {"0.5", "0.9", "0.99", "0.999"}) {
+    EXPECT_THAT(text, HasSubstr(std::string("t_summary{quantile=\"") + q + "\"} 1\n"));
+  }
+  EXPECT_THAT(text, Not(HasSubstr("6.999999999999999e-05\"")));
+  EXPECT_THAT(text, Not(HasSubstr("8.000000000000001e-05")));
+  EXPECT_THAT(text, Not(HasSubstr("le=\"1000000\"")));
+  // Sample values and other labels are printed by prometheus-cpp as before.
+  EXPECT_THAT(text, HasSubstr("t_gauge{le=\"0.30000000000000004\"} 6.999999999999999e-05\n"));
+  EXPECT_THAT(text, HasSubstr("t_seconds_sum{op=\"b\"} 0.2\n"));
+  EXPECT_THAT(text, HasSubstr("t_seconds_count{op=\"b\"} 1\n"));
+  // Families keep their order, each with its HELP and TYPE.
+  EXPECT_LT(text.find("# TYPE t_gauge gauge"), text.find("# TYPE t_seconds histogram")) << text;
+  EXPECT_LT(text.find("# TYPE t_seconds histogram"), text.find("# TYPE t_summary summary")) << text;
+}
 
 std::string HeaderValue(const HttpResponse& response, const std::string& name) {
   for (const auto& [key, value] : response.headers) {

@@ -76,7 +76,8 @@ INSTANTIATE_TEST_SUITE_P(Table, ToCivetwebPortsTest,
 
 // ---------------------------------------------------------------------------
 // A raw HTTP/1.1 client: connect, send the request as given, read until the
-// server closes (it always answers with Connection: close).
+// server closes (these requests say Connection: close, or the server closes
+// after answering them), or until the Content-Length body is in.
 
 class Socket {
  public:
@@ -424,6 +425,143 @@ TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirs
   EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);
   EXPECT_EQ(evicted.load(), 7);
   EXPECT_TRUE(closed(idle[6]));
+}
+
+// ---------------------------------------------------------------------------
+// Keep-alive (issue #20)
+
+// Sends all of `data`.
+bool SendAll(const Socket& socket, const std::string& data) {
+  for (std::size_t sent = 0; sent < data.size();) {
+    const ssize_t n = ::send(socket.fd(), data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Reads one response (head and Content-Length body) from a kept connection;
+// status 0 if the server closed it first.
+RawResponse ReadOne(const Socket& socket) {
+  std::string raw;
+  char byte;
+  while (raw.find("\r\n\r\n") == std::string::npos) {
+    if (::recv(socket.fd(), &byte, 1, 0) != 1) return ParseResponse(raw);
+    raw += byte;
+  }
+  const std::string length = ParseResponse(raw).Header("content-length");
+  for (std::size_t want = length.empty() ? 0 : std::stoul(length); want > 0; --want) {
+    if (::recv(socket.fd(), &byte, 1, 0) != 1) break;
+    raw += byte;
+  }
+  return ParseResponse(raw);
+}
+
+// True when the server has closed the connection (blocks up to the socket's 20 s timeout).
+bool ServerClosed(const Socket& socket) {
+  char byte;
+  return ::recv(socket.fd(), &byte, 1, 0) == 0;
+}
+
+std::unique_ptr<HttpServer> StartKeepAliveServer(std::chrono::milliseconds idle, int per_source = 32,
+                                                 std::atomic<int>* evicted = nullptr) {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.max_body_bytes = kMaxBody;
+  options.keep_alive_timeout = idle;
+  options.max_connections_per_source = per_source;
+  if (evicted != nullptr) options.on_connection_evicted = [evicted] { ++*evicted; };
+  auto server = HttpServer::Start(options, TestRoutes());
+  EXPECT_TRUE(server.ok()) << server.error();
+  return server.ok() ? std::move(server).value() : nullptr;
+}
+
+// Before: every response said Connection: close and the server closed.
+TEST(HttpServerKeepAliveTest, RequestsReuseOneConnectionUntilTheIdleBound) {
+  const auto server = StartKeepAliveServer(std::chrono::milliseconds(1500));
+  ASSERT_NE(server, nullptr);
+  const Socket socket = Connect(server->Ports().front());
+  ASSERT_TRUE(socket.valid());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(SendAll(socket, "GET /echo?n=" + std::to_string(i) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    const RawResponse response = ReadOne(socket);
+    ASSERT_EQ(response.status, 200) << "request " << i << " on the same connection: " << response.raw;
+    EXPECT_THAT(response.body, HasSubstr("query=n=" + std::to_string(i)));
+    EXPECT_EQ(response.Header("connection"), "keep-alive");
+    EXPECT_EQ(response.Header("keep-alive"), "timeout=2");
+  }
+  // A POST with a body, then two pipelined requests in one write.
+  ASSERT_TRUE(SendAll(socket,
+                      "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nbody"
+                      "GET /echo?p=1 HTTP/1.1\r\nHost: h\r\n\r\nGET /echo?p=2 HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_THAT(ReadOne(socket).body, HasSubstr("method=POST path=/echo query= x-test= body=body"));
+  EXPECT_THAT(ReadOne(socket).body, HasSubstr("query=p=1"));
+  EXPECT_THAT(ReadOne(socket).body, HasSubstr("query=p=2"));
+  // Idle: the server closes it after the bound (sanity bounds only).
+  const auto idle_since = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ServerClosed(socket));
+  const auto idle = std::chrono::steady_clock::now() - idle_since;
+  EXPECT_GE(idle, std::chrono::milliseconds(500));
+  EXPECT_LT(idle, std::chrono::seconds(15));
+}
+
+TEST(HttpServerKeepAliveTest, CloseIsHonouredAndResponsesBeforeTheBodyClose) {
+  // Longer than the test socket's 20 s receive timeout: a connection kept
+  // alive would make ServerClosed() time out instead of seeing the close.
+  const auto server = StartKeepAliveServer(std::chrono::seconds(30));
+  ASSERT_NE(server, nullptr);
+  const int port = server->Ports().front();
+  const auto one = [port](const std::string& request) {
+    const Socket socket = Connect(port);
+    EXPECT_TRUE(SendAll(socket, request));
+    RawResponse response = ReadOne(socket);
+    // Closed after the response, and nothing else sent. (For the 413 CivetWeb
+    // first waits up to twice the 5 s request timeout for the declared body,
+    // as it did before keep-alive.)
+    EXPECT_TRUE(ServerClosed(socket)) << request;
+    return response;
+  };
+  RawResponse response = one("GET /echo HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.Header("connection"), "close");
+  response = one("GET /echo HTTP/1.0\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.Header("connection"), "close");
+  // A body over the limit is not read (nor discarded for a next request).
+  response = one("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1000000\r\n\r\n" + std::string(1000, 'x'));
+  EXPECT_EQ(response.status, 413);
+  EXPECT_EQ(response.Header("connection"), "close");
+  // Ambiguous length with a request smuggled behind it: answered once, closed.
+  response =
+      one("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n"
+          "GET /echo?smuggled HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(response.Header("connection"), "close");
+  EXPECT_THAT(response.raw, Not(HasSubstr("smuggled")));
+  // HTTP/1.0 asking for keep-alive gets it.
+  const Socket socket = Connect(port);
+  ASSERT_TRUE(SendAll(socket, "GET /echo HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  EXPECT_EQ(ReadOne(socket).Header("connection"), "keep-alive");
+  ASSERT_TRUE(SendAll(socket, "GET /echo?again HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  EXPECT_THAT(ReadOne(socket).body, HasSubstr("query=again"));
+}
+
+// A connection idle between requests counts as idle for the per-source
+// limit: it is the oldest idle one, and goes first.
+TEST(HttpServerKeepAliveTest, AnIdleKeptConnectionIsEvictedByTheSourceLimit) {
+  std::atomic<int> evicted{0};
+  const auto server = StartKeepAliveServer(std::chrono::seconds(10), /*per_source=*/2, &evicted);
+  ASSERT_NE(server, nullptr);
+  const int port = server->Ports().front();
+  const Socket kept = Connect(port);
+  ASSERT_TRUE(SendAll(kept, "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  ASSERT_EQ(ReadOne(kept).status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const Socket second = Connect(port);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);  // a third: over the limit
+  EXPECT_TRUE(ServerClosed(kept));
+  EXPECT_GE(evicted.load(), 1);
 }
 
 // CivetWeb closed these without a reply, or took the first Content-Length.

@@ -14,7 +14,14 @@ namespace hostperf::exporter {
 
 inline constexpr std::string_view kTextFormatContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// Serializes every collectable in the text format 0.0.4.
+// `value` as Go's strconv.FormatFloat(value, 'g', -1, 64) prints it (the
+// form client_golang uses for `le` and `quantile`): the shortest digits that
+// round-trip, "7e-05", "0.25", "1", "100000", "1e+06", "1.23456789e+08";
+// "+Inf", "-Inf", "NaN"; 0 and -0 as "0".
+std::string FormatFloatLikeGo(double value);
+
+// Serializes every collectable in the text format 0.0.4; histogram bucket
+// bounds (`le`) and summary quantiles printed by FormatFloatLikeGo.
 std::string SerializeMetrics(const std::vector<std::shared_ptr<prometheus::Collectable>>& collectables);
 
 // gzip (RFC 1952) of `data`.

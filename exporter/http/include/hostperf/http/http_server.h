@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "hostperf/base/result.h"
 
 struct mg_context;
+struct mg_request_info;
 struct mg_connection;
 
 namespace hostperf::exporter {
@@ -86,6 +88,15 @@ struct HttpServerOptions {
   // give their worker back instead of holding it. Beyond worker_threads such
   // clients, scrapes wait for these timeouts to free workers.
   std::chrono::milliseconds request_timeout{5000};
+  // HTTP/1.1 keep-alive: after a response the worker waits this long for
+  // the connection's next request, then closes it (0: every response says
+  // Connection: close). Scrapers and back-to-back requests reuse their
+  // connection (and TLS session) within it; an idle kept connection counts
+  // as idle for max_connections_per_source and is evicted first like any
+  // other. Shorter than common scrape intervals (15 s, 1 m) on purpose: such
+  // a scraper reconnects, and no worker is held between its scrapes
+  // (docs/reliability.md, "HTTP keep-alive").
+  std::chrono::milliseconds keep_alive_timeout{10000};
   std::size_t max_body_bytes = 64 * 1024;
   // Connections one source (an IPv4 address, an IPv6 /64) may hold at once.
   // When a source opens one more, its oldest connection still waiting for a
@@ -124,7 +135,10 @@ class HttpServer {
   // ("GET http://host/metrics") and "OPTIONS *". Answered from CivetWeb's
   // connection_close callback, the only hook that sees them.
   void AnswerUnrouted(mg_connection* connection);
-  int Serve(mg_connection* connection, HttpRequest request);
+  // `unrouted`: from AnswerUnrouted, on a connection that is closing.
+  int Serve(mg_connection* connection, HttpRequest request, bool unrouted = false);
+  // How long the response may promise to keep the connection (0: close).
+  std::int64_t KeepAliveSeconds(const mg_request_info* info) const;
   std::map<std::string, HttpHandler>::const_iterator FindRoute(const std::string& path) const;
 
   HttpServerOptions options_;
