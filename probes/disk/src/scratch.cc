@@ -76,6 +76,21 @@ pid_t PidFromName(std::string_view name) {
   return pid;
 }
 
+// A leftover we may remove: a regular file of ours (not a link), empty (a
+// crash before the first block) or starting with our block magic.
+bool IsOurScratchFile(int dir_fd, const std::string& name) {
+  struct stat st {};
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return false;
+  if (st.st_size == 0) return true;
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::byte head[8];
+  const bool ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) && HasBlockMagic(head);
+  ::close(fd);
+  return ours;
+}
+
 }  // namespace
 
 std::string ReasonForErrno(int error) {
@@ -143,18 +158,7 @@ int TestDirectory::RemoveLeftovers() const {
     const std::string name = entry->d_name;
     const pid_t pid = PidFromName(name);
     if (pid <= 0 || pid == ::getpid() || ProcessAlive(pid)) continue;
-    struct stat st {};
-    if (::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
-    bool ours = st.st_size == 0;
-    if (!ours) {
-      const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) continue;
-      std::byte head[8];
-      ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) && HasBlockMagic(head);
-      ::close(fd);
-    }
-    if (ours && ::unlinkat(fd_, name.c_str(), 0) == 0) ++removed;
+    if (IsOurScratchFile(fd_, name) && ::unlinkat(fd_, name.c_str(), 0) == 0) ++removed;
   }
   ::closedir(listing);
   return removed;
@@ -246,18 +250,7 @@ int RemoveRunFiles(const std::string& directory, long pid, std::uint64_t run_id)
     if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 5 || name.substr(name.size() - 4) != ".dat") {
       continue;
     }
-    struct stat st {};
-    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
-    bool ours = st.st_size == 0;
-    if (!ours) {
-      const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) continue;
-      std::byte head[8];
-      ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) && HasBlockMagic(head);
-      ::close(fd);
-    }
-    if (ours && ::unlinkat(dir_fd, name.c_str(), 0) == 0) ++removed;
+    if (IsOurScratchFile(dir_fd, name) && ::unlinkat(dir_fd, name.c_str(), 0) == 0) ++removed;
   }
   ::closedir(listing);  // closes dir_fd
   return removed;
