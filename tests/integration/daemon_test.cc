@@ -91,7 +91,9 @@ int ExpectShortestFloatLabels(const std::string& metrics) {
         const std::string value = metrics.substr(begin, metrics.find('"', begin) - begin);
         char* end = nullptr;
         const double parsed = value == "+Inf" ? HUGE_VAL : std::strtod(value.c_str(), &end);
-        if (value != "+Inf") EXPECT_EQ(*end, '\0') << label << "=\"" << value << "\" is not a number";
+        if (value != "+Inf") {
+          EXPECT_EQ(*end, '\0') << label << "=\"" << value << "\" is not a number";
+        }
         EXPECT_EQ(value, GoShortest(parsed)) << metrics.substr(line_start, metrics.find('\n', at) - line_start);
         ++checked;
       }
