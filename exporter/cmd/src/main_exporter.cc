@@ -220,8 +220,10 @@ int Serve(exporter::DaemonOptions options, config::Config config) {
   const sigset_t signals = BlockHandledSignals();
   const std::shared_ptr<exporter::WebSecurity> web_security = options.web_security;
   // Never freed: the detached signal thread may still wait in sigwait() when
-  // main() returns.
-  Lifecycle& lifecycle = *new Lifecycle;
+  // main() returns. Held by a static pointer so that LeakSanitizer sees it
+  // reachable once that thread has returned (after SIGTERM).
+  static Lifecycle* const lifecycle_root = new Lifecycle;
+  Lifecycle& lifecycle = *lifecycle_root;
   std::thread([&lifecycle, signals] { lifecycle.HandleSignals(signals); }).detach();
   auto daemon = exporter::Daemon::Create(std::move(options), std::make_shared<const config::Config>(std::move(config)),
                                          exporter::MakeSystemdNotifier());
