@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "../../common/go_float.h"
+
 namespace hostperf::exporter {
 namespace {
 
@@ -161,26 +163,6 @@ TEST(SerializeMetricsTest, NoCollectablesGiveEmptyText) { EXPECT_EQ(SerializeMet
 // ---------------------------------------------------------------------------
 // Issue #20: float labels in the shortest round-trip form, as Go prints them.
 
-// What Go's strconv.FormatFloat(v, 'g', -1, 64) gives, derived with printf
-// alone (an oracle independent of FormatFloatLikeGo): the fewest significant
-// digits that parse back to v, then %e when the decimal exponent is below -4
-// or at least 6, else %f.
-std::string GoShortestOracle(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  if (v == 0) return "0";
-  char text[64];
-  int digits = 1;
-  for (; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof(text), "%.*e", digits - 1, v);
-    if (std::strtod(text, nullptr) == v) break;
-  }
-  const int exponent = std::atoi(std::strchr(text, 'e') + 1);
-  if (exponent < -4 || exponent >= 6) return text;  // printf's %e: "7e-05", "1.5e+06"
-  std::snprintf(text, sizeof(text), "%.*f", std::max(digits - 1 - exponent, 0), v);
-  return text;
-}
-
 struct GoCase {
   double value;
   std::string go;  // strconv.FormatFloat(value, 'g', -1, 64)
@@ -192,7 +174,7 @@ class FormatFloatLikeGoTest : public ::testing::TestWithParam<GoCase> {};
 
 TEST_P(FormatFloatLikeGoTest, MatchesGo) {
   EXPECT_EQ(FormatFloatLikeGo(GetParam().value), GetParam().go);
-  EXPECT_EQ(GoShortestOracle(GetParam().value), GetParam().go) << "the oracle itself";
+  EXPECT_EQ(hostperf::testing::GoShortestOracle(GetParam().value), GetParam().go) << "the oracle itself";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -233,7 +215,7 @@ TEST(FormatFloatLikeGo, RoundTripsShortestForManyValues) {
   for (const double v : values) {
     const std::string text = FormatFloatLikeGo(v);
     ASSERT_EQ(std::strtod(text.c_str(), nullptr), v) << text;
-    ASSERT_EQ(text, GoShortestOracle(v)) << "%.17g: " << [v] {
+    ASSERT_EQ(text, hostperf::testing::GoShortestOracle(v)) << "%.17g: " << [v] {
       char t[40];
       std::snprintf(t, sizeof(t), "%.17g", v);
       return std::string(t);
