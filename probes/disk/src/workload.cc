@@ -1,7 +1,6 @@
 #include "hostperf/probes/disk/workload.h"
 
 #include <fcntl.h>
-#include <linux/ioprio.h>
 #include <spdlog/spdlog.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -171,8 +170,15 @@ std::uint64_t LatencyHistogram::Total() const {
 }
 
 bool SetIdleIoPriority() {
+  // The ioprio_set(2) ABI, spelled out: Debian 12's linux-libc-dev 6.1.192
+  // made <linux/ioprio.h> name a parameter `class`, which no C++ compiler
+  // accepts. Values from ioprio_set(2): IOPRIO_WHO_PROCESS = 1,
+  // IOPRIO_CLASS_IDLE = 3, the class in the bits above IOPRIO_CLASS_SHIFT.
+  constexpr int kWhoProcess = 1;
+  constexpr int kClassIdle = 3;
+  constexpr int kClassShift = 13;
   // who = 0: the calling thread (I/O priority is per thread on Linux).
-  return ::syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)) == 0;
+  return ::syscall(SYS_ioprio_set, kWhoProcess, 0, kClassIdle << kClassShift) == 0;
 }
 
 Result<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir, const WorkloadOptions& options) {
