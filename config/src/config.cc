@@ -570,6 +570,35 @@ class Loader {
             }};
   }
 
+  Field TableArray(std::string_view name, std::function<void(Schema&)> declare_item, std::vector<std::string> required,
+                   std::size_t max_items, std::string_view example) {
+    return {std::string(name), [this, declare_item = std::move(declare_item), required = std::move(required), max_items,
+                                example = std::string(example)](const toml::node& node, const std::string& path) {
+              const toml::array* array = node.as_array();
+              if (array == nullptr) return WrongType(node, path, "an array of tables like " + example);
+              if (array->size() > max_items) {
+                return Invalid(node, path,
+                               std::to_string(array->size()) + " entries, at most " + std::to_string(max_items));
+              }
+              for (std::size_t i = 0; i < array->size(); ++i) {
+                const toml::node& element = *array->get(i);
+                const std::string item_path = Indexed(path, i);
+                const toml::table* table = element.as_table();
+                if (table == nullptr) {
+                  WrongType(element, item_path, "a table like " + example);
+                  continue;
+                }
+                Fields fields;
+                Schema item(*this, fields);
+                declare_item(item);
+                ReadTable(*table, item_path, fields);
+                for (const std::string& key : required) {
+                  if (!table->contains(key)) Invalid(element, item_path, "missing key \"" + key + "\"");
+                }
+              }
+            }};
+  }
+
   Field NameTable(std::string_view name, std::map<std::string, std::string>* out, std::size_t max_length,
                   std::string_view example, std::function<std::string(const std::string&)> check) {
     return {std::string(name), [this, out, max_length, example = std::string(example), check = std::move(check)](
@@ -674,6 +703,10 @@ void Schema::PortList(std::string_view key, std::vector<std::uint16_t>* out) {
 void Schema::DurationTable(std::string_view key, std::map<std::string, config::Duration>* out, LowerBound bound,
                            std::string_view example) {
   fields_.push_back(loader_.DurationTable(key, out, bound, example));
+}
+void Schema::TableArray(std::string_view key, std::function<void(Schema& item)> declare_item,
+                        std::vector<std::string> required, std::size_t max_items, std::string_view example) {
+  fields_.push_back(loader_.TableArray(key, std::move(declare_item), std::move(required), max_items, example));
 }
 void Schema::NameTable(std::string_view key, std::map<std::string, std::string>* out, std::size_t max_length,
                        std::string_view example, std::function<std::string(const std::string& key)> check) {

@@ -194,6 +194,10 @@ throttle_samples = 100
 low_load_gap = "20ms"
 high_load_spin = "500us"
 baselines = { "0123abcd0123abcd" = "48ms", "ffffeeee00001111" = "1.25s" }
+reference_times = [
+  { cpu = "Xeon Gold 6248, 2.50GHz", fingerprint = "0123abcd0123abcd", seconds = 6.1 },
+  { cpu = "EPYC 7B13", fingerprint = "ffffeeee00001111", seconds = 4 },
+]
 
 [probes.memory]
 enabled = false
@@ -251,6 +255,12 @@ max_peers_per_cycle = 48
   EXPECT_EQ(Cpu(c).high_load_spin, 500us);
   const std::map<std::string, Duration> baselines = {{"0123abcd0123abcd", 48ms}, {"ffffeeee00001111", 1250ms}};
   EXPECT_EQ(Cpu(c).baselines, baselines);
+  ASSERT_EQ(Cpu(c).reference_times.size(), 2u);
+  EXPECT_EQ(Cpu(c).reference_times[0].cpu, "Xeon Gold 6248, 2.50GHz");
+  EXPECT_EQ(Cpu(c).reference_times[0].fingerprint, "0123abcd0123abcd");
+  EXPECT_EQ(Cpu(c).reference_times[0].seconds, 6.1);
+  EXPECT_EQ(Cpu(c).reference_times[1].cpu, "EPYC 7B13");
+  EXPECT_EQ(Cpu(c).reference_times[1].seconds, 4);
 
   EXPECT_FALSE(c.Section("memory").schedule.enabled);
   EXPECT_EQ(c.Section("memory").schedule.interval, 1h);
@@ -341,6 +351,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.cpu.low_load_gap",
       "probes.cpu.high_load_spin",
       "probes.cpu.baselines",
+      "probes.cpu.reference_times",
       "probes.memory.enabled",
       "probes.memory.interval",
       "probes.memory.timeout",
@@ -566,6 +577,28 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
        R"(bad.toml:2:21: probes.cpu.baselines.abc: invalid duration "fast": expected a number with an optional unit, like "5min")"},
       {"empty fingerprint", "[probes.cpu]\nbaselines = { \"\" = \"48ms\" }\n",
        "bad.toml:2:15: probes.cpu.baselines: empty fingerprint"},
+      {"reference_times not an array", "[probes.cpu]\nreference_times = { cpu = \"x\" }\n",
+       R"(bad.toml:2:19: probes.cpu.reference_times: expected an array of tables like [{ cpu = "Xeon Gold 6248, 2.50GHz", fingerprint = "0123abcd0123abcd", seconds = 6.1 }], got table)"},
+      {"reference time not a table", "[probes.cpu]\nreference_times = [6.1]\n",
+       R"(bad.toml:2:20: probes.cpu.reference_times[0]: expected a table like [{ cpu = "Xeon Gold 6248, 2.50GHz", fingerprint = "0123abcd0123abcd", seconds = 6.1 }], got float)"},
+      {"reference time without a fingerprint", "[probes.cpu]\nreference_times = [{ cpu = \"x\", seconds = 1 }]\n",
+       R"(bad.toml:2:20: probes.cpu.reference_times[0]: missing key "fingerprint")"},
+      {"reference time of zero seconds",
+       "[[probes.cpu.reference_times]]\ncpu = \"x\"\nfingerprint = \"ab\"\nseconds = 0\n",
+       "bad.toml:4:11: probes.cpu.reference_times[0].seconds: 0 is out of range (must be a number of seconds greater "
+       "than 0, at most 1e6)"},
+      {"unknown key in a reference time",
+       "[probes.cpu]\nreference_times = [{ cpu = \"x\", fingerprint = \"ab\", seconds = 1, ghz = 2 }]\n",
+       R"(bad.toml:2:66: unknown key "probes.cpu.reference_times[0].ghz")"},
+      {"too many reference times",
+       "[probes.cpu]\nreference_times = [" +
+           [] {
+             std::string items;
+             for (int i = 0; i < 65; ++i) items += "{ cpu = \"x\", fingerprint = \"ab\", seconds = 1 },";
+             return items;
+           }() +
+           "]\n",
+       "bad.toml:2:19: probes.cpu.reference_times: 65 entries, at most 64"},
       {"first bad baseline in document order", "[probes.cpu]\nbaselines = { b = \"0s\", a = \"x\" }\n",
        "bad.toml:2:19: probes.cpu.baselines.b: 0s is out of range (must be greater than 0s)"},
       // Several errors: the earliest in the document wins, even though

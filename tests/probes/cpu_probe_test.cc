@@ -165,6 +165,41 @@ TEST_F(CpuProbeTest, ConfigBaselineIsUsedFromTheFirstRun) {
   EXPECT_DOUBLE_EQ(Gauge("hostperf_cpu_baseline_seconds", {{"fingerprint", build_info::kFingerprint}}), 0.050);
 }
 
+// A reference machine's --json carries the entry an operator copies into
+// probes.cpu.reference_times; on another host, entries for this binary come
+// back scaled to the run's length, other binaries' are only counted.
+TEST_F(CpuProbeTest, ReferenceTimesRoundTripThroughTheConfig) {
+  auto probe = MakeProbe();
+  const ProbeOutcome reference_run = probe->Run(Context());
+  ASSERT_EQ(reference_run.status, ProbeOutcome::Status::kSuccess) << reference_run.message;
+  const nlohmann::json& entry = reference_run.result["reference_time"];
+  ASSERT_TRUE(entry.is_object()) << reference_run.result.dump();
+  EXPECT_EQ(entry["fingerprint"], build_info::kFingerprint);
+  EXPECT_EQ(entry["cpu"], reference_run.result["cpu_model"]);
+  // Normalised to a full run: the scheduled workload is kScheduledChunks of kFullChunks.
+  EXPECT_DOUBLE_EQ(entry["seconds"].get<double>(), reference_run.result["cpu_seconds"].get<double>() *
+                                                       static_cast<double>(kFullChunks) / kScheduledChunks);
+
+  auto config = std::make_shared<config::Config>(*config_);
+  auto& references = config->EditSettings<CpuProbeConfig>().reference_times;
+  references.push_back({"Reference CPU", entry["fingerprint"].get<std::string>(), entry["seconds"].get<double>()});
+  references.push_back({"Other binary's CPU", "ffffffffffffffff", 1.0});
+  config_ = config;
+  const ProbeOutcome outcome = probe->Run(Context());
+  ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
+  const nlohmann::json& matching = outcome.result["reference_times"]["matching"];
+  ASSERT_EQ(matching.size(), 1u) << outcome.result.dump();
+  EXPECT_EQ(matching[0]["cpu"], "Reference CPU");
+  EXPECT_DOUBLE_EQ(matching[0]["expected_seconds"].get<double>(),
+                   entry["seconds"].get<double>() * kScheduledChunks / static_cast<double>(kFullChunks));
+  EXPECT_DOUBLE_EQ(matching[0]["ratio"].get<double>(),
+                   outcome.result["cpu_seconds"].get<double>() / matching[0]["expected_seconds"].get<double>());
+  EXPECT_EQ(outcome.result["reference_times"]["other_binaries"], 1);
+  const std::string report = FormatVcpuperfReport(outcome.result, false);
+  EXPECT_NE(report.find("Expected time on Reference CPU: ~"), std::string::npos) << report;
+  EXPECT_EQ(report.find("Other binary's CPU"), std::string::npos) << report;
+}
+
 TEST_F(CpuProbeTest, WrongChecksumIsACountedCpuError) {
   ProbeDeps deps;
   deps.registry = registry_.get();
@@ -227,7 +262,10 @@ TEST_F(CpuProbeTest, ReportFromARealRun) {
   auto probe = MakeProbe();
   const ProbeOutcome outcome = probe->Run(Context());
   const std::string report = FormatVcpuperfReport(outcome.result, false);
-  EXPECT_NE(report.find("no baseline yet for this binary (calibrating: 1/2 runs)"), std::string::npos) << report;
+  EXPECT_NE(report.find("no baseline yet for this binary in " +
+                        (temp_.path() / "state" / "cpu_baselines.json").string() + " (calibrating: 1/2 runs)"),
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("  CPU Time: "), std::string::npos);
 }
 

@@ -37,6 +37,7 @@ TEST(ReportTest, FullReport) {
             "This machine's time:\n"
             "  CPU Time: 8.540000s\n"
             "  Real Time:8.710000s\n"
+            "  CPU Time / this host's baseline: 1.029\n"
             "\n"
             "Some machines automatically throttle the CPU to save power.\n"
             "  This test can be done in <100 microseconds on modern CPUs.\n"
@@ -68,6 +69,59 @@ TEST(ReportTest, CalibratingBinaryHasNoExpectedTime) {
   EXPECT_EQ(report.substr(0, report.find('\n')),
             "Compiled with: Clang 14.0.6 (flags: -O2 -g -DNDEBUG; fingerprint 0123abcd0123abcd) "
             "no baseline yet for this binary (calibrating: 2/5 runs)");
+}
+
+TEST(ReportTest, CalibratingBinarySaysWhereItLooked) {
+  nlohmann::json result = FixedResult();
+  result["expected_seconds"] = nullptr;
+  result["calibration_samples"] = 0;
+  result["calibration_runs"] = 5;
+  result["baseline_file"] = "/var/lib/hostperf/cpu_baselines.json";
+  const std::string report = FormatVcpuperfReport(result, false);
+  EXPECT_NE(report.find("no baseline yet for this binary in /var/lib/hostperf/cpu_baselines.json (calibrating: 0/5 "
+                        "runs)\n"),
+            std::string::npos)
+      << report;
+}
+
+// vcpuperf's layout: the first "Expected time on" shares the "Compiled with"
+// line, the others follow one per line; other binaries' figures are only
+// counted, never printed as if comparable.
+TEST(ReportTest, ReferenceMachinesFollowThisHostsBaseline) {
+  nlohmann::json result = FixedResult();
+  result["expected_seconds"] = 8.1;
+  result["baseline_ratio"] = 1.0543;
+  result["reference_times"] = {{"matching",
+                                {{{"cpu", "Nehalem, 2.67GHz"}, {"expected_seconds", 9.0}, {"ratio", 0.95}},
+                                 {{"cpu", "Xeon 5670, 2.93GHz"}, {"expected_seconds", 8.0}, {"ratio", 1.07}}}},
+                               {"other_binaries", 2}};
+  const std::string report = FormatVcpuperfReport(result, false);
+  EXPECT_NE(report.find("fingerprint 0123abcd0123abcd) Expected time on this host (baseline for this binary): ~8.1s\n"
+                        "Expected time on Nehalem, 2.67GHz: ~9.0s\n"
+                        "Expected time on Xeon 5670, 2.93GHz: ~8.0s\n"
+                        "(2 configured reference times recorded with other binaries: not comparable)\n"
+                        "\nThis machine's time:\n"
+                        "  CPU Time: 8.540000s\n"
+                        "  Real Time:8.710000s\n"
+                        "  CPU Time / this host's baseline: 1.054\n"),
+            std::string::npos)
+      << report;
+  // -q stays vcpuperf's four figures.
+  EXPECT_EQ(FormatVcpuperfReport(result, true).find("Expected"), std::string::npos);
+}
+
+TEST(ReportTest, ReferenceMachineWithoutABaselineStillPrints) {
+  nlohmann::json result = FixedResult();
+  result["expected_seconds"] = nullptr;
+  result["calibration_samples"] = 1;
+  result["calibration_runs"] = 5;
+  result["reference_times"] = {{"matching", {{{"cpu", "Core 2, 2.53GHz"}, {"expected_seconds", 9.5}}}},
+                               {"other_binaries", 0}};
+  const std::string report = FormatVcpuperfReport(result, false);
+  EXPECT_EQ(report.substr(0, report.find("\n\n")),
+            "Compiled with: GCC 12.2.0 (flags: -O2 -g -DNDEBUG; fingerprint 0123abcd0123abcd) "
+            "Expected time on Core 2, 2.53GHz: ~9.5s\n"
+            "no baseline yet for this binary (calibrating: 1/5 runs)");
 }
 
 TEST(ReportTest, ShortScheduledBaselineKeepsMilliseconds) {

@@ -69,7 +69,36 @@ struct RunData {
 
 json OptionalJson(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
 
-json ToJson(const RunData& run) {
+// A full run's CPU time from any run's (the workload is chunks of equal work).
+double FullRunSeconds(const RunData& run) {
+  if (run.workload.chunks_requested == 0) return 0;
+  return Seconds(run.workload.cpu_time).count() * static_cast<double>(kFullChunks) /
+         static_cast<double>(run.workload.chunks_requested);
+}
+
+// The configured reference machines' times for this binary, scaled to this
+// run's length; entries recorded with other binaries are not comparable
+// (vcpuperf's guidance) and only counted.
+json ReferenceTimes(const RunData& run, const CpuProbeConfig& config) {
+  json matching = json::array();
+  std::size_t other_binaries = 0;
+  for (const ReferenceTime& reference : config.reference_times) {
+    if (reference.fingerprint != build_info::kFingerprint) {
+      ++other_binaries;
+      continue;
+    }
+    const double expected =
+        reference.seconds * static_cast<double>(run.workload.chunks_requested) / static_cast<double>(kFullChunks);
+    const double cpu = Seconds(run.workload.cpu_time).count();
+    matching.push_back({{"cpu", reference.cpu},
+                        {"expected_seconds", expected},
+                        {"ratio", expected > 0 ? json(cpu / expected) : json(nullptr)}});
+  }
+  return {{"matching", std::move(matching)}, {"other_binaries", other_binaries}};
+}
+
+json ToJson(const RunData& run, const CpuProbeConfig& config, const std::string& cpu_model,
+            const std::filesystem::path& baseline_file) {
   const auto throttle_field = [&](double ThrottleResult::*field) {
     return run.throttle ? json((*run.throttle).*field) : json(nullptr);
   };
@@ -94,6 +123,15 @@ json ToJson(const RunData& run) {
       {"low_load_median_seconds", throttle_field(&ThrottleResult::low_median_seconds)},
       {"throttle_ratio", throttle_field(&ThrottleResult::ratio)},
       {"samples_per_load", run.samples_per_load},
+      {"cpu_model", cpu_model},
+      {"baseline_file", baseline_file.string()},
+      {"reference_times", ReferenceTimes(run, config)},
+      // What an operator copies into probes.cpu.reference_times from a
+      // reference machine (only a complete, verified workload is one).
+      {"reference_time",
+       run.workload.complete && run.workload.valid
+           ? json{{"cpu", cpu_model}, {"fingerprint", build_info::kFingerprint}, {"seconds", FullRunSeconds(run)}}
+           : json(nullptr)},
   };
 }
 
@@ -106,6 +144,7 @@ class CpuProbe final : public Probe {
         own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
         registry_(deps.registry ? *deps.registry : *own_registry_),
         baselines_(deps.state_directory),
+        cpu_model_(ReadHostFacts(deps.roots).cpu_model),
         workload_cpu_(RegisterFamily(prometheus::BuildGauge(), "hostperf_cpu_workload_cpu_seconds",
                                      "CPU time of the last checksum-verified CPU workload.", registry_)),
         workload_real_(RegisterFamily(prometheus::BuildGauge(), "hostperf_cpu_workload_real_seconds",
@@ -157,7 +196,7 @@ class CpuProbe final : public Probe {
           "checksum_mismatch",
           fmt::format("CPU workload checksum {:016x}, expected {:016x}: the CPU computed a wrong result",
                       run.workload.checksum, expected),
-          ToJson(run));
+          ToJson(run, config, cpu_model_, baselines_.path()));
     }
 
     progress("throttle");
@@ -176,12 +215,13 @@ class CpuProbe final : public Probe {
           baselines_.AddCalibrationSample(build_info::kFingerprint, Seconds(run.workload.cpu_time).count(), config);
     }
     Publish(run);
-    return ProbeOutcome::Success(ToJson(run));
+    return ProbeOutcome::Success(ToJson(run, config, cpu_model_, baselines_.path()));
   }
 
-  static ProbeOutcome Stopped(const RunContext& ctx, const RunData& run, const char* phase) {
+  ProbeOutcome Stopped(const RunContext& ctx, const RunData& run, const char* phase) const {
     const std::string reason = StopReason(ctx);
-    return ProbeOutcome::Failure(reason, fmt::format("cpu run {} during the {}", reason, phase), ToJson(run));
+    return ProbeOutcome::Failure(reason, fmt::format("cpu run {} during the {}", reason, phase),
+                                 ToJson(run, ctx.Settings<CpuProbeConfig>(), cpu_model_, baselines_.path()));
   }
 
   void Publish(const RunData& run) {
@@ -209,6 +249,7 @@ class CpuProbe final : public Probe {
   std::shared_ptr<prometheus::Registry> own_registry_;
   prometheus::Registry& registry_;
   BaselineStore baselines_;
+  const std::string cpu_model_;
 
   prometheus::Family<prometheus::Gauge>& workload_cpu_;
   prometheus::Family<prometheus::Gauge>& workload_real_;

@@ -7,12 +7,26 @@
 namespace hostperf::probes::cpu {
 namespace {
 
+// vcpuperf prints three; an operator may keep a reference per CPU generation
+// and binary.
+constexpr std::size_t kMaxReferenceTimes = 64;
+
+void DeclareReferenceTime(config::Schema& schema, ReferenceTime& reference) {
+  schema.String("cpu", &reference.cpu);
+  schema.String("fingerprint", &reference.fingerprint);
+  schema.Number("seconds", &reference.seconds,
+                {0, 1e6, false, "(must be a number of seconds greater than 0, at most 1e6)"});
+}
+
 void DeclareKeys(config::Schema& schema, CpuProbeConfig& cpu) {
   schema.Uint("calibration_runs", &cpu.calibration_runs, 1, 100);
   schema.Uint("throttle_samples", &cpu.throttle_samples, 1, 100000);
   schema.Duration("low_load_gap", &cpu.low_load_gap, config::kAnyDuration);
   schema.Duration("high_load_spin", &cpu.high_load_spin, config::kAnyDuration);
   schema.DurationTable("baselines", &cpu.baselines, config::kPositive, "{ \"0123abcd0123abcd\" = \"48ms\" }");
+  schema.TableArray("reference_times", &cpu.reference_times, &DeclareReferenceTime, {"cpu", "fingerprint", "seconds"},
+                    kMaxReferenceTimes,
+                    "[{ cpu = \"Xeon Gold 6248, 2.50GHz\", fingerprint = \"0123abcd0123abcd\", seconds = 6.1 }]");
 }
 
 config::SectionSchema Section() {

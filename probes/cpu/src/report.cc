@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hostperf/probes/cpu/cpu_probe.h"
 
@@ -49,12 +50,46 @@ std::string ApproxSeconds(double seconds) {
   return seconds >= 1 ? fmt::format("~{:.1f}s", seconds) : fmt::format("~{:.3f}s", seconds);
 }
 
-std::string ExpectedTime(const json& result) {
+// vcpuperf's "Expected time on ..." lines: this binary's baseline on this
+// host, then the configured reference machines' times for this binary; the
+// first shares the "Compiled with" line, as vcpuperf prints it.
+std::string ExpectedTimes(const json& result) {
+  std::vector<std::string> lines;
   if (const auto expected = Number(result, "expected_seconds")) {
-    return "Expected time on this host (baseline for this binary): " + ApproxSeconds(*expected);
+    lines.push_back("Expected time on this host (baseline for this binary): " + ApproxSeconds(*expected));
   }
-  return fmt::format("no baseline yet for this binary (calibrating: {:.0f}/{:.0f} runs)",
-                     Number(result, "calibration_samples").value_or(0), Number(result, "calibration_runs").value_or(0));
+  std::size_t other_binaries = 0;
+  if (const auto references = result.is_object() ? result.find("reference_times") : result.end();
+      references != result.end() && references->is_object()) {
+    if (const auto matching = references->find("matching"); matching != references->end() && matching->is_array()) {
+      for (const json& reference : *matching) {
+        if (const auto expected = Number(reference, "expected_seconds")) {
+          lines.push_back("Expected time on " + Text(reference, "cpu", "unknown CPU") + ": " +
+                          ApproxSeconds(*expected));
+        }
+      }
+    }
+    other_binaries = static_cast<std::size_t>(Number(*references, "other_binaries").value_or(0));
+  }
+  if (!Number(result, "expected_seconds")) {
+    lines.push_back(fmt::format(
+        "no baseline yet for this binary{} (calibrating: {:.0f}/{:.0f} runs)",
+        Text(result, "baseline_file", "").empty() ? std::string() : " in " + Text(result, "baseline_file", ""),
+        Number(result, "calibration_samples").value_or(0), Number(result, "calibration_runs").value_or(0)));
+  }
+  if (other_binaries > 0) {
+    lines.push_back(fmt::format("({} configured reference time{} recorded with other binaries: not comparable)",
+                                other_binaries, other_binaries == 1 ? "" : "s"));
+  }
+  std::string text;
+  for (const std::string& line : lines) text += (text.empty() ? "" : "\n") + line;
+  return text;
+}
+
+// This run against this host's baseline, when there is one.
+std::string BaselineRatioLine(const json& result) {
+  const auto ratio = Number(result, "baseline_ratio");
+  return ratio ? fmt::format("  CPU Time / this host's baseline: {:.3f}\n", *ratio) : std::string();
 }
 
 // "This machine's time" figures.
@@ -83,8 +118,8 @@ std::string FormatVcpuperfReport(const nlohmann::json& result, bool quiet) {
   std::string report =
       fmt::format("Compiled with: {} {} (flags: {}; fingerprint {}) {}\n",
                   CompilerName(Text(result, "compiler", "unknown")), Text(result, "compiler_version", "unknown"),
-                  Text(result, "build_flags", "none"), Text(result, "fingerprint", "unknown"), ExpectedTime(result));
-  report += "\nThis machine's time:\n" + TimeLines(result);
+                  Text(result, "build_flags", "none"), Text(result, "fingerprint", "unknown"), ExpectedTimes(result));
+  report += "\nThis machine's time:\n" + TimeLines(result) + BaselineRatioLine(result);
   report += "\n" + std::string(kThrottleExplanation);
   report += "\n" + LoadTimeLines(result);
   return report;

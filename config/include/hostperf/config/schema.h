@@ -60,6 +60,21 @@ class Schema {
   // errors. `check`, when set, refuses a key by returning why (else "").
   void NameTable(std::string_view key, std::map<std::string, std::string>* out, std::size_t max_length,
                  std::string_view example, std::function<std::string(const std::string& key)> check = nullptr);
+  // An array of tables ([[section.key]] or [{...}, ...]), at most `max_items`:
+  // for each item, `declare_item` adds a fresh item to the caller's list and
+  // declares that item's keys on the Schema it is given. Keys in `required`
+  // must be present in every item; `example` shows the shape in errors.
+  void TableArray(std::string_view key, std::function<void(Schema& item)> declare_item,
+                  std::vector<std::string> required, std::size_t max_items, std::string_view example);
+  // TableArray into a std::vector<T>, keys declared by `declare(schema, item)`.
+  template <typename T>
+  void TableArray(std::string_view key, std::vector<T>* out, void (*declare)(Schema&, T&),
+                  std::vector<std::string> required, std::size_t max_items, std::string_view example) {
+    out->clear();  // the file's list replaces the default one
+    TableArray(
+        key, [out, declare](Schema& item) { declare(item, out->emplace_back()); }, std::move(required), max_items,
+        example);
+  }
 
  private:
   friend class detail::Loader;

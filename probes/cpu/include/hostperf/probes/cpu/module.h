@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hostperf/config/schema.h"
 #include "hostperf/probes/probe.h"
@@ -14,6 +15,15 @@ namespace hostperf::probes::cpu {
 using namespace std::chrono_literals;
 
 // [probes.cpu]
+// vcpuperf's "Expected time on <CPU>": the full run's CPU time that an
+// operator measured on a reference machine with one binary (its fingerprint),
+// as `hostperf cpu --json` prints it under "reference_time".
+struct ReferenceTime {
+  std::string cpu;          // shown as "Expected time on <cpu>"
+  std::string fingerprint;  // only this binary's entries are comparable
+  double seconds = 0;       // CPU time of a full run (kFullChunks)
+};
+
 struct CpuProbeConfig : config::ProbeSection {
   static constexpr std::string_view kName = "cpu";
   // Scheduled runs used to calibrate a new binary's baseline (median).
@@ -27,6 +37,8 @@ struct CpuProbeConfig : config::ProbeSection {
   // Per binary fingerprint: CPU time of the scheduled workload. Overrides
   // calibration for that fingerprint.
   std::map<std::string, config::Duration> baselines;
+  // Reference machines' full-run times, printed by `hostperf cpu`.
+  std::vector<ReferenceTime> reference_times;
 };
 
 // vcpuperf: the cpu probe's module (registered in probes/registry.cc).
