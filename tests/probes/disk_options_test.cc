@@ -91,6 +91,8 @@ TEST(DiskOptionsTest, BadInputGetsClearErrors) {
 
 TEST(DiskOptionsTest, HelpAndDirectoriesAfterDoubleDash) {
   EXPECT_TRUE(ParseIoCommand({"--help"})->help);
+  EXPECT_TRUE(ParseIoCommand({"--json", "/d"})->json);
+  EXPECT_FALSE(ParseIoCommand({"/d"})->json);
   const auto parsed = ParseIoCommand({"--", "--odd-dir-name"});
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->options.directories, std::vector<std::string>{"--odd-dir-name"});

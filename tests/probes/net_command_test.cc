@@ -57,6 +57,8 @@ TEST(ParseNetCommandTest, Errors) {
   }
   EXPECT_TRUE(ParseNetCommand({"-h"})->help);
   EXPECT_TRUE(ParseNetCommand({"--list-tests"})->list_tests);
+  EXPECT_TRUE(ParseNetCommand({"--json"})->json);
+  EXPECT_FALSE(ParseNetCommand({})->json);
 }
 
 }  // namespace

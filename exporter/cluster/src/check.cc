@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -294,11 +296,11 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
   static constexpr probes::FlagSpec kFlags[] = {
-      probes::Switch("", "D"),      probes::Switch("", "vV"),      probes::Switch("help", "?"),
-      probes::Valued("duration"),   probes::Valued("api-port"),    probes::Valued("net-port"),
-      probes::Valued("token-file"), probes::Valued("stream-size"), probes::Valued("", "f"),
-      probes::Valued("", "S"),      probes::Valued("", "B"),       probes::Valued("", "d"),
-      probes::Valued("", "h"),      probes::Valued("", "r"),
+      probes::Switch("", "D"),    probes::Switch("", "vV"),     probes::Switch("help", "?").Stopping(),
+      probes::Switch("json"),     probes::Valued("duration"),   probes::Valued("api-port"),
+      probes::Valued("net-port"), probes::Valued("token-file"), probes::Valued("stream-size"),
+      probes::Valued("", "f"),    probes::Valued("", "S"),      probes::Valued("", "B"),
+      probes::Valued("", "d"),    probes::Valued("", "h"),      probes::Valued("", "r"),
   };
   auto parsed_flags = probes::ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -315,6 +317,8 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
       options.verbose = true;
     } else if (flag.Is("help")) {
       options.help = true;
+    } else if (flag.Is("json")) {
+      options.json = true;
     } else if (flag.Is("duration")) {
       // gpcheckperf's netperf length; our disk test (vioperf-style) is
       // time-bounded too, so it takes the same limit.
@@ -492,7 +496,8 @@ std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, co
   return std::nullopt;
 }
 
-CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name) {
+CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
+                  const CheckProgress& progress) {
   CheckRun run;
   const std::vector<std::string> hosts = options.hosts.empty() ? std::vector<std::string>{local_name} : options.hosts;
   std::vector<HostSpec> specs;
@@ -508,14 +513,43 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
   json entries = json::array();
   for (const std::string& host : hosts) entries.push_back({{"host", host}});
 
+  // Hosts' threads report through these; the lock keeps lines whole.
+  std::mutex progress_mu;
+  const auto note = [&](std::string text) {
+    std::lock_guard lock(progress_mu);
+    if (progress.on_note) progress.on_note(text);
+    run.notes.push_back(std::move(text));
+  };
+  const auto step = [&](const std::string& text) {
+    std::lock_guard lock(progress_mu);
+    if (progress.on_step) progress.on_step(text);
+  };
+  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto ending = [](const ProbeOutcome& outcome) {
+    return outcome.status == ProbeOutcome::Status::kSuccess ? std::string("done") : "failed (" + outcome.reason + ")";
+  };
+
   // One test on every host at once; each host's figure lands in its entry.
   const auto on_every_host = [&](std::string_view test, std::string_view probe, const json& probe_options,
                                  const char* key, json (*entry_of)(const json&), std::string_view missing) {
     if (options.verbose) {
-      for (const std::string& host : hosts) run.notes.push_back(fmt::format("[Info] {} test on {}", test, host));
+      for (const std::string& host : hosts) note(fmt::format("[Info] {} test on {}", test, host));
     }
-    const auto outcomes =
-        RunConcurrently(hosts.size(), [&](std::size_t i) { return run_on(hosts[i], probe, probe_options); });
+    std::size_t done = 0;
+    step(fmt::format("{} test: 0/{} hosts done", test, hosts.size()));
+    const auto outcomes = RunConcurrently(hosts.size(), [&](std::size_t i) {
+      const auto start = std::chrono::steady_clock::now();
+      ProbeOutcome outcome = run_on(hosts[i], probe, probe_options);
+      if (options.verbose) {
+        note(fmt::format("[Info] {} test on {} {} in {:.1f} s", test, hosts[i], ending(outcome), seconds_since(start)));
+      }
+      std::lock_guard lock(progress_mu);
+      ++done;
+      if (progress.on_step) progress.on_step(fmt::format("{} test: {}/{} hosts done", test, done, hosts.size()));
+      return outcome;
+    });
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       const ProbeOutcome& outcome = outcomes[i];
       json entry = entry_of(outcome.result);
@@ -542,24 +576,33 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
   if (options.tests.net == NetMode::kNone) return run;
   if (hosts.size() < 2) {
     // gpcheckperf's own wording: a network test needs two hosts.
-    run.notes.push_back("[Warning] single host only - abandon netperf test");
+    note("[Warning] single host only - abandon netperf test");
     return run;
   }
   json links = json::array();
-  for (const NetworkRound& round : PlanNetworkRounds(hosts.size(), options.tests.net)) {
+  const std::vector<NetworkRound> rounds = PlanNetworkRounds(hosts.size(), options.tests.net);
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const NetworkRound& round = rounds[r];
+    step(fmt::format("network test: round {}/{}, {} links", r + 1, rounds.size(), round.size()));
     const auto outcomes = RunConcurrently(round.size(), [&](std::size_t i) {
       const auto [from, to] = round[i];
+      if (options.verbose) note(fmt::format("[Info] netperf {} -> {}", hosts[from], hosts[to]));
       // Full speed (the net probe's largest rate cap), as netperf runs.
       const json net_options = {{"hosts", {NetTarget(specs[to], options.net_port)}},
                                 {"tests", {"tcp-throughput"}},
                                 {"datarate", kNetFullSpeedMBps},
                                 {"duration", options.net_seconds}};
-      return run_on(hosts[from], "net", net_options);
+      const auto start = std::chrono::steady_clock::now();
+      ProbeOutcome outcome = run_on(hosts[from], "net", net_options);
+      if (options.verbose) {
+        note(fmt::format("[Info] netperf {} -> {} {} in {:.1f} s", hosts[from], hosts[to], ending(outcome),
+                         seconds_since(start)));
+      }
+      return outcome;
     });
     for (std::size_t i = 0; i < round.size(); ++i) {
       const auto [from, to] = round[i];
       const ProbeOutcome& outcome = outcomes[i];
-      if (options.verbose) run.notes.push_back(fmt::format("[Info] netperf {} -> {}", hosts[from], hosts[to]));
       std::string why;
       const auto rate = outcome.status == ProbeOutcome::Status::kSuccess
                             ? LinkRateFromNetResult(outcome.result, NetTarget(specs[to], options.net_port), &why)

@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hostperf/cluster/check.h"
@@ -29,18 +33,41 @@ constexpr const char* kUsageHead = R"(usage: hostperf [--config.file=PATH] COMMA
 Commands:
 )";
 // Orchestration across hosts: not a probe, so not a probe module's command.
-constexpr const char* kCheckUsage = R"(  check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM] [-D] [-v]
-        [-S SIZE] [-B SIZE] [--duration TIME] [--stream-size N]
-        [--api-port PORT] [--net-port PORT] [--token-file FILE]
-                      gpcheckperf: disk (d), stream (s) and network (N
-                      parallel pairs, n serial pairs, M full matrix) tests
-                      on every host, and the RESULT block. Other hosts run
-                      them through their hostperf_exporter's run API
-                      (PORT, default 9580; token from --token-file or
-                      api.token_file); network links run --duration
-                      (default 15s, at most 60s) at full speed between
-                      the hosts' responders (--net-port, default this
-                      config's first probes.net port)
+constexpr const char* kCheckSummary = R"(  check [-d DIR]... [-h HOST]... [-f HOSTFILE] [-r dsNnM] [-D] [-v] [--json]
+                      gpcheckperf: disk, stream and network tests on every
+                      host, and the RESULT block (hostperf check --help)
+)";
+constexpr const char* kCheckUsage = R"(usage: hostperf check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM]
+                      [-D] [-v] [-S SIZE] [-B SIZE] [--duration TIME]
+                      [--stream-size N] [--api-port PORT] [--net-port PORT]
+                      [--token-file FILE] [--json]
+
+gpcheckperf: runs the selected tests on every host at once and prints the
+RESULT block. This host runs its tests in-process; other hosts run them
+through their hostperf_exporter's run API.
+
+  -r dsNnM          tests (default dsn): d disk, s stream, and one network
+                    test: N parallel pairs, n serial pairs, M full matrix
+  -d DIR            a directory for the disk test (repeat for more)
+  -h HOST[:PORT]    a host (repeat for more; default: this host alone);
+                    PORT is its run API port (default --api-port)
+  -f HOSTFILE       hosts, one per line
+  -S SIZE           the disk test's data size (as 100GB, 512MB)
+  -B SIZE           the disk test's block size (as 32KB, 1MB)
+  --duration TIME   the network test's length per link (default 15s, at
+                    most 60s) and the disk test's time bound
+  --stream-size N   the stream test's array size in elements
+  -D                per-host bandwidth lines in the RESULT block
+  -v                each host's and link's step as it starts and ends, and
+                    the matrix's per-link lines
+  --json            the RESULT block's figures as JSON on stdout (bytes and
+                    seconds; "errors" lists what failed)
+  --api-port PORT   other hosts' run API port (default 9580)
+  --net-port PORT   other hosts' responder port (default: this config's
+                    first probes.net port)
+  --token-file FILE other hosts' run API token (default: api.token_file)
+  --help            this help
+On a terminal, stderr shows what runs now and for how long.
 )";
 constexpr const char* kUsageTail = R"(
 Global flags:
@@ -55,13 +82,80 @@ std::string Usage() {
   for (const hostperf::probes::ProbeModule* module : hostperf::probes::AllProbes()) {
     usage += module->command.usage;
   }
-  return usage + kCheckUsage + kUsageTail;
+  return usage + kCheckSummary + kUsageTail;
 }
 
 std::atomic<bool> g_cancel{false};
 
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "hostperf: %s\n\n%s", message.c_str(), Usage().c_str());
+// On a terminal, one self-overwriting stderr line with what runs now and how
+// long the run has taken; nothing when stderr is a file or a pipe, so logs
+// hold only whole lines. Shown from the second second on: short runs stay
+// quiet.
+class StepTicker {
+ public:
+  StepTicker() : enabled_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {
+    if (enabled_) thread_ = std::thread([this] { Loop(); });
+  }
+  ~StepTicker() { Stop(); }
+  StepTicker(const StepTicker&) = delete;
+  StepTicker& operator=(const StepTicker&) = delete;
+
+  void Set(const std::string& step) {
+    std::lock_guard lock(mu_);
+    step_ = step;
+  }
+  // Before another line goes to the terminal.
+  void Clear() {
+    std::lock_guard lock(mu_);
+    ClearLocked();
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      ClearLocked();
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void ClearLocked() {
+    if (!shown_) return;
+    std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown_ = false;
+  }
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_; })) {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start_);
+      if (step_.empty() || elapsed.count() < 2) continue;
+      std::fprintf(stderr, "\r\033[K  %s, %llds elapsed", step_.c_str(), static_cast<long long>(elapsed.count()));
+      std::fflush(stderr);
+      shown_ = true;
+    }
+  }
+
+  const bool enabled_;
+  const std::chrono::steady_clock::time_point start_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::string step_;
+  bool shown_ = false;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+// A bad option or command: one line naming it and where help is.
+int UsageError(const std::string& command, const std::string& message) {
+  if (command.empty()) {
+    std::fprintf(stderr, "hostperf: %s; see 'hostperf --help'\n", message.c_str());
+  } else {
+    std::fprintf(stderr, "hostperf %s: %s; see 'hostperf %s --help'\n", command.c_str(), message.c_str(),
+                 command.c_str());
+  }
   return 2;
 }
 
@@ -90,7 +184,7 @@ int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<
           std::function<void(const nlohmann::json&)> on_report) {
         return RunFull(module, config, std::move(options), std::move(on_report));
       },
-      [](const std::string& message) { return Usage(message); },
+      [&](const std::string& message) { return UsageError(std::string(module.command.name), message); },
   };
   return module.command.run(args, context);
 }
@@ -100,9 +194,9 @@ int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<
 int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
   namespace check = hostperf::cluster;
   auto parsed = check::ParseCheckArgs(args);
-  if (!parsed) return Usage("check: " + parsed.error());
+  if (!parsed) return UsageError("check", parsed.error());
   if (parsed->help) {
-    std::fputs(Usage().c_str(), stdout);
+    std::fputs(kCheckUsage, stdout);
     return 0;
   }
   char name[256] = {};
@@ -142,9 +236,24 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
     }
     return hostperf::exporter::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
   };
-  const auto run = check::RunCheck(*parsed, run_on, local);
-  for (const auto& note : run.notes) std::printf("%s\n", note.c_str());
-  if (run.ran) std::fputs(check::FormatCheckResult(run.check, {parsed->per_host, parsed->verbose}).c_str(), stdout);
+  StepTicker ticker;
+  check::CheckProgress progress;
+  progress.on_note = [&](const std::string& note) {
+    ticker.Clear();
+    // With --json, stdout holds the document alone.
+    std::fprintf(parsed->json ? stderr : stdout, "%s\n", note.c_str());
+    std::fflush(parsed->json ? stderr : stdout);
+  };
+  progress.on_step = [&](const std::string& step) { ticker.Set(step); };
+  const auto run = check::RunCheck(*parsed, run_on, local, progress);
+  ticker.Stop();
+  if (parsed->json) {
+    nlohmann::json document = run.check;
+    document["errors"] = run.errors;
+    std::printf("%s\n", document.dump(2).c_str());
+  } else if (run.ran) {
+    std::fputs(check::FormatCheckResult(run.check, {parsed->per_host, parsed->verbose}).c_str(), stdout);
+  }
   for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());
   return run.errors.empty() ? 0 : 1;
 }
@@ -161,7 +270,7 @@ int main(int argc, char** argv) {
   // Global flags end at the command; the command parses the rest.
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = probes::ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true});
-  if (!parsed) return Usage(parsed.error());
+  if (!parsed) return UsageError("", parsed.error());
   std::optional<std::filesystem::path> config_file;
   for (const probes::FlagValue& flag : parsed->flags) {
     if (flag.Is("help")) {
@@ -175,7 +284,10 @@ int main(int argc, char** argv) {
     }
     config_file = flag.value;
   }
-  if (parsed->positional.empty()) return Usage("no command given");
+  if (parsed->positional.empty()) {
+    std::fprintf(stderr, "hostperf: no command given\n\n%s", Usage().c_str());
+    return 2;
+  }
   const std::string command = parsed->positional.front();
   const std::vector<std::string> rest(parsed->positional.begin() + 1, parsed->positional.end());
 
@@ -198,5 +310,5 @@ int main(int argc, char** argv) {
   for (const probes::ProbeModule* module : probes::AllProbes()) {
     if (module->command.run != nullptr && module->command.name == command) return ProbeCommand(*module, rest, *config);
   }
-  return Usage("unknown command \"" + command + "\"");
+  return UsageError("", "unknown command \"" + command + "\"");
 }

@@ -77,4 +77,10 @@ int CommandExitCode(std::string_view command, const ProbeOutcome& outcome) {
   return 1;
 }
 
+void PrintJsonResult(const ProbeOutcome& outcome) {
+  const nlohmann::json& result = outcome.result.is_null() ? nlohmann::json::object() : outcome.result;
+  std::printf("%s\n", result.dump(2).c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace hostperf::probes

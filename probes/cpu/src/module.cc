@@ -33,6 +33,19 @@ config::SectionSchema Section() {
   return config::DescribeSection<CpuProbeConfig>("cpu", {true, 5min, 1min}, DeclareKeys);
 }
 
+constexpr const char* kCpuUsage = R"(usage: hostperf cpu [-q] [--json]
+
+vcpuperf: CPU Time and Real Time of a fixed workload, then high- and low-load
+times of a short task (low load much slower than high load: power-saving
+throttling). CPU Time is compared with this binary's baseline on this host
+(the daemon calibrates it in its state directory) and with the reference
+machines' times in probes.cpu.reference_times.
+
+  -q, --quiet   only the four times
+  --json        the result as JSON, as the run API returns it
+  -h, --help    this help
+)";
+
 // `hostperf cpu [-q] [--json]`: vcpuperf's report (or the JSON result).
 int Command(const std::vector<std::string>& args, const CommandContext& context) {
   bool quiet = false;
@@ -43,15 +56,15 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "-h" || arg == "--help") {
-      std::fputs("usage: hostperf cpu [-q] [--json]\n", stdout);
+      std::fputs(kCpuUsage, stdout);
       return 0;
     } else {
-      return context.usage_error("cpu: unknown option \"" + arg + "\"");
+      return context.usage_error("unknown option \"" + arg + "\"");
     }
   }
   const auto outcome = context.run_full(nullptr, {});
   if (json) {
-    std::printf("%s\n", outcome.result.dump(2).c_str());
+    PrintJsonResult(outcome);
   } else if (!outcome.result.empty()) {
     std::fputs(FormatVcpuperfReport(outcome.result, quiet).c_str(), stdout);
   }

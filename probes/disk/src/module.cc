@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "hostperf/probes/disk/disk_probe.h"
 #include "hostperf/probes/disk/options.h"
@@ -44,7 +45,7 @@ config::SectionSchema Section() {
 // JSON log at the end; non-zero exit with the reason when a directory fails.
 int Command(const std::vector<std::string>& args, const CommandContext& context) {
   auto parsed = ParseIoCommand(args);
-  if (!parsed) return context.usage_error("io: " + parsed.error());
+  if (!parsed) return context.usage_error(parsed.error());
   const IoCommand& command = parsed.value();
   if (command.help) {
     std::fputs(kIoUsage, stdout);
@@ -56,24 +57,30 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
   // vioperf tests the current directory when none is given.
   if (options->directories.empty()) options->directories = {std::filesystem::current_path().string()};
   const std::string log_file = command.log_file.empty() ? DefaultLogFileName() : command.log_file;
-  std::fputs(FormatVioperfBanner(ReadCpuTopology({}).physical_cores).c_str(), stdout);
-  bool header_printed = false;
-  const auto outcome = context.run_full(std::move(options), [&](const nlohmann::json& entry) {
-    const std::string kind = entry.value("kind", "");
-    if (kind == "directory") std::fputs(FormatDirectoryLine(entry).c_str(), stdout);
-    if (kind == "row") {
-      if (!header_printed) std::fputs(("\n" + FormatTableHeader()).c_str(), stdout);
-      header_printed = true;
-      std::fputs(FormatTableRow(entry).c_str(), stdout);
-    }
-    std::fflush(stdout);
-  });
+  std::function<void(const nlohmann::json&)> on_report;
+  if (!command.json) {
+    std::fputs(FormatVioperfBanner(ReadCpuTopology({}).physical_cores).c_str(), stdout);
+    on_report = [header_printed = false](const nlohmann::json& entry) mutable {
+      const std::string kind = entry.value("kind", "");
+      if (kind == "directory") std::fputs(FormatDirectoryLine(entry).c_str(), stdout);
+      if (kind == "row") {
+        if (!header_printed) std::fputs(("\n" + FormatTableHeader()).c_str(), stdout);
+        header_printed = true;
+        std::fputs(FormatTableRow(entry).c_str(), stdout);
+      }
+      std::fflush(stdout);
+    };
+  }
+  const auto outcome = context.run_full(std::move(options), std::move(on_report));
   const bool ok = outcome.status == ProbeOutcome::Status::kSuccess;
-  if (const auto written =
-          WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message, command.condense_log);
-      !written) {
-    std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
-    if (ok) return 1;
+  if (command.json) PrintJsonResult(outcome);
+  if (!command.json || !command.log_file.empty()) {
+    if (const auto written =
+            WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message, command.condense_log);
+        !written) {
+      std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
+      if (ok) return 1;
+    }
   }
   return CommandExitCode("io", outcome);
 }

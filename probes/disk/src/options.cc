@@ -59,7 +59,7 @@ Result<std::uint64_t> Count(const json& value, std::string_view key, std::uint64
 const char* const kIoUsage = R"(usage: hostperf io [--help] [--duration=I] [--log-interval=I] [--log-file=F]
                    [--condense-log] [--thread-count=N] [--max-buffer-size=S]
                    [--preserve-files] [--disable-crc] [--disable-direct-io] [--debug]
-                   [--data-size=S] [--files-per-thread=N] [DIR...]
+                   [--data-size=S] [--files-per-thread=N] [--json] [DIR...]
 
 vioperf: sequential Write, ReWrite, Read and SkipRead in each DIR (default:
 the current directory), every block verified with CRC32C.
@@ -68,6 +68,8 @@ the current directory), every block verified with CRC32C.
   --log-interval=I     a table row every I (10s)
   --log-file=F         JSON log (default: results<date-time>.json here)
   --condense-log       one JSON object per line in the log
+  --json               print the result as JSON (as the run API returns it)
+                       instead of the tables; no log unless --log-file
   --thread-count=N     threads per directory (default: all online CPUs)
   --max-buffer-size=S  bytes per read or write (1mb)
   --preserve-files     keep the files written (renamed hostperf-preserved-*)
@@ -146,11 +148,20 @@ Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
   // vioperf's options; the valued ones and the four switches are full-run
   // options under the same name with '_' for '-'.
   static constexpr FlagSpec kFlags[] = {
-      Switch("help", "h").Stopping(), Valued("duration"),        Valued("log-interval"),
-      Valued("thread-count"),         Valued("max-buffer-size"), Valued("data-size"),
-      Valued("files-per-thread"),     Switch("preserve-files"),  Switch("disable-crc"),
-      Switch("disable-direct-io"),    Switch("debug"),           Valued("log-file", "", "a file name"),
+      Switch("help", "h").Stopping(),
+      Valued("duration"),
+      Valued("log-interval"),
+      Valued("thread-count"),
+      Valued("max-buffer-size"),
+      Valued("data-size"),
+      Valued("files-per-thread"),
+      Switch("preserve-files"),
+      Switch("disable-crc"),
+      Switch("disable-direct-io"),
+      Switch("debug"),
+      Valued("log-file", "", "a file name"),
       Switch("condense-log"),
+      Switch("json"),
   };
   auto parsed_flags = ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -165,6 +176,8 @@ Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
       command.log_file = flag.value;
     } else if (flag.Is("condense-log")) {
       command.condense_log = true;
+    } else if (flag.Is("json")) {
+      command.json = true;
     } else {
       std::string key(flag.spec->name);
       std::replace(key.begin(), key.end(), '-', '_');

@@ -21,14 +21,14 @@ config::SectionSchema Section() {
 // the run failed, e.g. validation_failed.
 int Command(const std::vector<std::string>& args, const CommandContext& context) {
   auto parsed = ParseMemoryCommand(args);
-  if (!parsed) return context.usage_error("memory: " + parsed.error());
+  if (!parsed) return context.usage_error(parsed.error());
   if (parsed->help) {
     std::fputs(kMemoryUsage, stdout);
     return 0;
   }
   const auto outcome = context.run_full(std::make_shared<MemoryOptions>(parsed->options), {});
   if (parsed->json) {
-    std::printf("%s\n", outcome.result.dump(2).c_str());
+    PrintJsonResult(outcome);
   } else if (!outcome.result.empty()) {
     std::fputs(FormatStreamReport(outcome.result).c_str(), stdout);
   }

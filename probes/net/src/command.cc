@@ -24,6 +24,8 @@ vnetperf against hosts running hostperf_exporter (no test named: all).
   --duration S           seconds per test and rate (default 1)
   --hosts h1,h2 | FILE   hosts (names or addresses, optional :port); default: the configured peers
   --ignore-bad-hosts     test the reachable hosts when some are not
+  --json                 print the result as JSON (as the run API returns it)
+                         instead of the tables; no results file unless --output-file
   --list-tests           list the tests and exit
   --output-file F        JSON results file (default results.<timestamp>.json)
   --ports p,...          responder port(s); the first is used for hosts without a port
@@ -64,6 +66,7 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
       Switch("condense"),
       Switch("ignore-bad-hosts"),
       Switch("list-tests"),
+      Switch("json"),
       Valued("datarate", "", "a number"),
       Valued("duration", "", "a number"),
       Valued("hosts", "", "a list or a file"),
@@ -85,6 +88,8 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
       options["ignore_bad_hosts"] = true;
     } else if (flag.Is("list-tests")) {
       command.list_tests = true;
+    } else if (flag.Is("json")) {
+      command.json = true;
     } else if (flag.Is("datarate") || flag.Is("duration")) {
       const auto number = ParseNumber(text);
       if (!number) return R::Error(flag.spelled + " needs a number");

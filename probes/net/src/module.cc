@@ -44,7 +44,7 @@ config::SectionSchema Section() {
 // non-zero exit with the reason when hosts are unreachable or a test failed.
 int Command(const std::vector<std::string>& args, const CommandContext& context) {
   auto parsed = ParseNetCommand(args);
-  if (!parsed) return context.usage_error("net: " + parsed.error());
+  if (!parsed) return context.usage_error(parsed.error());
   const NetCommand& command = parsed.value();
   if (command.help) {
     std::fputs(kNetUsage, stdout);
@@ -56,7 +56,12 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
   }
   spdlog::set_level(spdlog::level::from_str(command.log_level));
   const auto outcome = context.run_full(std::make_shared<NetOptions>(command.options), {});
-  std::fputs(FormatVnetperfReport(outcome.result).c_str(), stdout);
+  if (command.json) {
+    PrintJsonResult(outcome);
+    if (command.output_file.empty()) return CommandExitCode("net", outcome);
+  } else {
+    std::fputs(FormatVnetperfReport(outcome.result).c_str(), stdout);
+  }
   const std::string file = command.output_file.empty() ? DefaultResultsFileName() : command.output_file;
   json results = outcome.result;
   if (outcome.status != ProbeOutcome::Status::kSuccess) {
@@ -66,7 +71,8 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     std::fprintf(stderr, "hostperf net: %s\n", written.error().c_str());
     return 1;
   }
-  std::printf("JSON results available at: %s\n", file.c_str());
+  // With --json, stdout holds the document alone.
+  std::fprintf(command.json ? stderr : stdout, "JSON results available at: %s\n", file.c_str());
   return CommandExitCode("net", outcome);
 }
 

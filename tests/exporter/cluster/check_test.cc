@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -113,6 +114,10 @@ TEST(ParseCheckArgsTest, Errors) {
   // The disk test without a directory says what is missing.
   EXPECT_THAT(ParseCheckArgs({"-r", "ds"}).error(), HasSubstr("-d DIR"));
   EXPECT_TRUE(ParseCheckArgs({"--help"})->help);
+  // --help wins over what follows it, as every command's does.
+  EXPECT_TRUE(ParseCheckArgs({"--help", "-r", "x"})->help);
+  EXPECT_TRUE(ParseCheckArgs({"-r", "s", "--json"})->json);
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s"})->json);
 }
 
 TEST(ParseCheckArgsTest, EqualsValuesForLongOptions) {
@@ -464,6 +469,58 @@ TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {
   EXPECT_TRUE(run.ran);
   EXPECT_TRUE(run.errors.empty());
   EXPECT_THAT(run.notes, ::testing::Contains("[Warning] single host only - abandon netperf test"));
+}
+
+// -v: each host's start and end as they happen, from the hosts' threads, in
+// CheckRun's notes too; the step line counts hosts done whatever -v.
+TEST(RunCheckTest, ProgressAsItGoes) {
+  FakeRunner fake;
+  std::mutex mu;
+  std::vector<std::string> live_notes;
+  std::vector<std::string> steps;
+  CheckProgress progress;
+  progress.on_note = [&](const std::string& note) {
+    std::lock_guard lock(mu);
+    live_notes.push_back(note);
+  };
+  progress.on_step = [&](const std::string& step) {
+    std::lock_guard lock(mu);
+    steps.push_back(step);
+  };
+  const CheckRun run =
+      RunCheck(*ParseCheckArgs({"-v", "-r", "sN", "-h", "a", "-h", "b"}), fake.runner(), "a", progress);
+  ASSERT_TRUE(run.errors.empty()) << run.errors.front();
+  EXPECT_EQ(live_notes, run.notes);
+  using ::testing::Contains;
+  using ::testing::StartsWith;
+  for (const std::string host : {"a", "b"}) {
+    const auto start = std::find(live_notes.begin(), live_notes.end(), "[Info] stream test on " + host);
+    const auto end = std::find_if(live_notes.begin(), live_notes.end(), [&](const std::string& note) {
+      return note.starts_with("[Info] stream test on " + host + " done in ");
+    });
+    ASSERT_NE(start, live_notes.end()) << host;
+    ASSERT_NE(end, live_notes.end()) << host;
+    EXPECT_LT(start, end) << host;
+  }
+  // Parallel pairs: one round of a -> b and b -> a, each started and ended.
+  EXPECT_THAT(live_notes, Contains("[Info] netperf a -> b"));
+  EXPECT_THAT(live_notes, Contains(StartsWith("[Info] netperf b -> a done in ")));
+  EXPECT_EQ(steps.front(), "stream test: 0/2 hosts done");
+  EXPECT_THAT(steps, Contains("stream test: 2/2 hosts done"));
+  EXPECT_EQ(steps.back(), "network test: round 1/1, 2 links");
+
+  // Without -v no notes, but the steps still come; a failed host says so.
+  fake.failing_hosts = {"b"};
+  live_notes.clear();
+  steps.clear();
+  const CheckRun quiet = RunCheck(*ParseCheckArgs({"-r", "s", "-h", "a", "-h", "b"}), fake.runner(), "a", progress);
+  EXPECT_TRUE(live_notes.empty());
+  EXPECT_THAT(steps, Contains("stream test: 2/2 hosts done"));
+  ASSERT_EQ(quiet.errors.size(), 1u);
+  EXPECT_THAT(quiet.errors[0], HasSubstr("stream test on b failed: remote_unreachable"));
+  live_notes.clear();
+  RunCheck(*ParseCheckArgs({"-v", "-r", "s", "-h", "a", "-h", "b"}), fake.runner(), "a", progress);
+  EXPECT_THAT(live_notes, Contains(StartsWith("[Info] stream test on b failed (remote_unreachable) in ")));
 }
 
 }  // namespace

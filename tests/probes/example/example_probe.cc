@@ -76,7 +76,7 @@ int Command(const std::vector<std::string>& args, const probes::CommandContext& 
       std::fputs("usage: hostperf example\n  prints the configured greeting's length (test-only probe)\n", stdout);
       return 0;
     }
-    return context.usage_error("example: unknown option \"" + arg + "\"");
+    return context.usage_error("unknown option \"" + arg + "\"");
   }
   const ProbeOutcome outcome = context.run_full(nullptr, {});
   std::printf("%s\n", outcome.result.dump().c_str());

@@ -47,6 +47,7 @@ struct CheckOptions {
   bool per_host = false;           // -D
   bool verbose = false;            // -v
   bool help = false;
+  bool json = false;  // --json: FormatCheckResult's input on stdout instead of the RESULT block
   // The disk probe's full-run options: "directories" from -d, "data_size"
   // from -S SIZE, "max_buffer_size" from -B SIZE, "duration" from
   // --duration TIME (passed on as given; the disk probe validates them).
@@ -140,7 +141,18 @@ std::vector<NetworkRound> PlanNetworkRounds(std::size_t hosts, NetMode mode);
 std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, const std::string& target,
                                             std::string* error);
 
-CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name);
+// Progress as the check goes, for a terminal or a log. Either may be empty;
+// both are called from the hosts' threads, one call at a time.
+struct CheckProgress {
+  // Each of CheckRun's notes as it is made: with -v, gpcheckperf's "[Info]"
+  // lines for every test and link as it starts and as it ends.
+  std::function<void(const std::string& note)> on_note;
+  // What runs now, one short phrase ("disk test: 1/3 hosts done"), whatever -v.
+  std::function<void(const std::string& step)> on_step;
+};
+
+CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
+                  const CheckProgress& progress = {});
 
 std::string_view ToString(NetMode mode);  // "parallel", "serial", "matrix", "none"
 

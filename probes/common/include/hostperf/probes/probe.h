@@ -166,13 +166,18 @@ struct CommandContext {
   std::function<ProbeOutcome(std::shared_ptr<const ProbeOptions> options,
                              std::function<void(const nlohmann::json&)> on_report)>
       run_full;
-  // Prints "hostperf: <message>" and the global usage; returns the exit code.
+  // A bad option: prints one line, "hostperf <command>: <message>; see
+  // 'hostperf <command> --help'", and returns the usage exit code (2).
   std::function<int(const std::string& message)> usage_error;
 };
 
 // A command's exit code after its run: 0, or 1 with "hostperf <command>:
 // <reason>: <message>" on stderr.
 int CommandExitCode(std::string_view command, const ProbeOutcome& outcome);
+
+// `--json`: a run's result on stdout, indented, as the run API returns it
+// under "results" (an empty object when the run produced none).
+void PrintJsonResult(const ProbeOutcome& outcome);
 
 // A probe's CLI command, the reference tool it reproduces.
 struct CliCommand {

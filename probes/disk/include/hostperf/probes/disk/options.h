@@ -54,6 +54,9 @@ struct IoCommand {
   FullRunOptions options;
   std::string log_file;  // empty: results<date-time>.json
   bool condense_log = false;
+  // --json: the result (the run API's shape) on stdout instead of the tables;
+  // the JSON log is then written only when --log-file names one.
+  bool json = false;
 };
 Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args);
 

@@ -17,6 +17,9 @@ struct NetCommand {
   bool condense = false;
   bool list_tests = false;
   bool help = false;
+  // --json: the result (the run API's shape) on stdout instead of the tables;
+  // the results file is then written only when --output-file names one.
+  bool json = false;
 };
 
 extern const char* const kNetUsage;

@@ -1,0 +1,114 @@
+// The CLI's shared behaviour across commands, with the real binary: one-line
+// usage errors, a --help per command, --json documents alone on stdout.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "process_harness.h"
+
+namespace hostperf::testing {
+namespace {
+
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+TEST(CliUsage, ABadOptionIsOneLineNamingItAndWhereHelpIs) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"io", "--bogus"}, "hostperf io: unknown option \"--bogus\"; see 'hostperf io --help'\n"},
+      {{"net", "--bogus=1"}, "hostperf net: unknown option \"--bogus=1\"; see 'hostperf net --help'\n"},
+      {{"cpu", "-x"}, "hostperf cpu: unknown option \"-x\"; see 'hostperf cpu --help'\n"},
+      {{"memory", "--bogus"}, "hostperf memory: unknown option \"--bogus\"; see 'hostperf memory --help'\n"},
+      {{"check", "--bogus"}, "hostperf check: unknown option \"--bogus\"; see 'hostperf check --help'\n"},
+      {{"--bogus"}, "hostperf: unknown option \"--bogus\"; see 'hostperf --help'\n"},
+      {{"frob"}, "hostperf: unknown command \"frob\"; see 'hostperf --help'\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const auto run = RunCommand(HOSTPERF_CLI_BIN, args, seconds(10));
+    EXPECT_EQ(run.status, 2) << args[0];
+    EXPECT_EQ(run.err, expected);
+    EXPECT_EQ(run.out, "") << args[0];
+  }
+  // A value error names the option the same way.
+  const auto value = RunCommand(HOSTPERF_CLI_BIN, {"net", "--datarate=fast"}, seconds(10));
+  EXPECT_EQ(value.status, 2);
+  EXPECT_EQ(value.err, "hostperf net: --datarate needs a number; see 'hostperf net --help'\n");
+  // No command at all: the usage, as a reminder of the commands.
+  const auto none = RunCommand(HOSTPERF_CLI_BIN, {}, seconds(10));
+  EXPECT_EQ(none.status, 2);
+  EXPECT_THAT(none.err, StartsWith("hostperf: no command given\n\nusage: hostperf"));
+}
+
+TEST(CliUsage, EveryCommandHasItsOwnHelp) {
+  const auto global = RunCommand(HOSTPERF_CLI_BIN, {"--help"}, seconds(10));
+  ASSERT_EQ(global.status, 0) << global.err;
+  for (const std::string command : {"io", "net", "cpu", "memory", "check"}) {
+    // The global usage lists the command...
+    EXPECT_THAT(global.out, HasSubstr("\n  " + command + " ")) << command;
+    // ...and its own --help starts with its usage line, and is not the global one.
+    const auto help = RunCommand(HOSTPERF_CLI_BIN, {command, "--help"}, seconds(10));
+    EXPECT_EQ(help.status, 0) << command << ": " << help.err;
+    EXPECT_THAT(help.out, StartsWith("usage: hostperf " + command + " ")) << command;
+    EXPECT_THAT(help.out, Not(HasSubstr("Commands:"))) << command;
+    EXPECT_THAT(help.out, HasSubstr("--json")) << command;
+  }
+}
+
+TEST(CliJson, IoPrintsTheResultAloneAndWritesNoLogUnlessAsked) {
+  TempDir dir;
+  const std::string data = dir.path() + "/data";
+  std::filesystem::create_directory(data);
+  // Run in `dir`, where a default log (results<date-time>.json) would land.
+  const auto run = RunCommand("/bin/sh",
+                              {"-c",
+                               "cd \"$1\" && exec \"$2\" io --json --duration=1s --data-size=16mb "
+                               "--thread-count=1 --log-interval=1s --disable-direct-io data",
+                               "sh", dir.path(), HOSTPERF_CLI_BIN},
+                              seconds(120));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto result = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(result.is_object()) << run.out;
+  ASSERT_TRUE(result.contains("rows")) << run.out;
+  EXPECT_FALSE(result["rows"].empty());
+  // Neither the test's files nor a log are left behind.
+  EXPECT_TRUE(std::filesystem::is_empty(data));
+  std::vector<std::string> entries;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    entries.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(entries, std::vector<std::string>{"data"});
+  // With --log-file the log is written beside the stdout document.
+  const std::string log = dir.path() + "/log.json";
+  const auto logged = RunCommand(HOSTPERF_CLI_BIN,
+                                 {"io", "--json", "--duration=1s", "--data-size=16mb", "--thread-count=1",
+                                  "--disable-direct-io", "--log-file=" + log, data},
+                                 seconds(120));
+  ASSERT_EQ(logged.status, 0) << logged.err;
+  EXPECT_TRUE(nlohmann::json::parse(logged.out, nullptr, false).is_object()) << logged.out;
+  EXPECT_TRUE(std::filesystem::exists(log));
+}
+
+TEST(CliJson, CheckVerboseStepsGoToStderrAndTheFiguresToStdout) {
+  const auto run =
+      RunCommand(HOSTPERF_CLI_BIN, {"check", "-v", "-r", "s", "--stream-size", "200000", "--json"}, seconds(60));
+  ASSERT_EQ(run.status, 0) << run.err;
+  const auto document = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(document.is_object()) << run.out;
+  EXPECT_EQ(document["errors"], nlohmann::json::array());
+  ASSERT_EQ(document["hosts"].size(), 1u) << run.out;
+  EXPECT_GT(document["hosts"][0]["stream"]["bytes_per_second"].get<double>(), 1e8);
+  EXPECT_THAT(run.err, HasSubstr("[Info] stream test on "));
+  EXPECT_THAT(run.err, HasSubstr(" done in "));
+  // Not a terminal: no self-overwriting progress line.
+  EXPECT_THAT(run.err, Not(HasSubstr("\r")));
+}
+
+}  // namespace
+}  // namespace hostperf::testing
