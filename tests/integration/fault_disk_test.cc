@@ -22,6 +22,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -30,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -504,6 +506,57 @@ TEST(DiskFault, BlockCorruptedOnDiskBetweenWriteAndReadBack) {
   EXPECT_EQ(good.status, probes::ProbeOutcome::Status::kSuccess) << good.reason << ": " << good.message;
   EXPECT_EQ(Sample(exposition(), verify_errors), 1.0);
   EXPECT_THAT(ScratchFilesUnder(data), ::testing::IsEmpty());
+}
+
+// gpcheckperf's disk test as `hostperf check -r d` runs it, on two file
+// systems of their own: exactly -S bytes over both, both written at the same
+// time (their intervals overlap), then both read back at the same time.
+TEST(CheckDiskOnLoopFileSystems, BothWrittenAtOnceWithExactlyTheTotal) {
+  TempDir first_dir;
+  TempDir second_dir;
+  MOUNT_LOOP_OR_SKIP(first, first_dir);
+  MOUNT_LOOP_OR_SKIP(second, second_dir);
+  const std::string config = first_dir.Write("hostperf.toml", "[probes.disk]\nreserve = \"1mb\"\n");
+  const auto run = RunCommand(HOSTPERF_CLI_BIN,
+                              {"--config.file=" + config, "check", "-v", "-r", "d", "-d", first->mount_point(), "-d",
+                               second->mount_point(), "-S", "32mb", "-B", "32kb", "--json"},
+                              seconds(120));
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  const auto document = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(document.is_object()) << run.out;
+  const nlohmann::json& disk = document["hosts"][0]["disk"];
+  const double total = 32 << 20;
+  EXPECT_EQ(disk["write"]["bytes"].get<double>(), total);
+  EXPECT_EQ(disk["read"]["bytes"].get<double>(), total);
+  ASSERT_EQ(disk["directories"].size(), 2u) << disk.dump();
+  const nlohmann::json& a = disk["directories"][0];
+  const nlohmann::json& b = disk["directories"][1];
+  EXPECT_EQ(a["write"]["bytes"].get<double>() + b["write"]["bytes"].get<double>(), total);
+  EXPECT_EQ(a["write"]["bytes"], b["write"]["bytes"]);
+  const auto at = [](const nlohmann::json& dir, const char* pass, const char* key) {
+    return dir[pass][key].get<double>();
+  };
+  for (const char* pass : {"write", "read"}) {
+    SCOPED_TRACE(pass);
+    // Each started before the other ended: the two ran at the same time.
+    EXPECT_LT(at(a, pass, "started_unix_seconds"), at(b, pass, "finished_unix_seconds"));
+    EXPECT_LT(at(b, pass, "started_unix_seconds"), at(a, pass, "finished_unix_seconds"));
+  }
+  const double writes_done = std::max(at(a, "write", "finished_unix_seconds"), at(b, "write", "finished_unix_seconds"));
+  EXPECT_GE(at(a, "read", "started_unix_seconds"), writes_done - 0.001);
+  EXPECT_GE(at(b, "read", "started_unix_seconds"), writes_done - 0.001);
+  // The host's bandwidth is the total over the pass's wall time.
+  const double wall = std::max(at(a, "write", "finished_unix_seconds"), at(b, "write", "finished_unix_seconds")) -
+                      std::min(at(a, "write", "started_unix_seconds"), at(b, "write", "started_unix_seconds"));
+  EXPECT_NEAR(disk["write"]["seconds"].get<double>(), wall, 0.05);
+  EXPECT_THAT(run.err, HasSubstr("[Info] disk test on "));
+  for (const auto* loop : {first.get(), second.get()}) {
+    std::vector<std::string> left;
+    for (const auto& entry : fs::directory_iterator(loop->mount_point())) {
+      if (entry.path().filename() != "lost+found") left.push_back(entry.path().string());
+    }
+    EXPECT_TRUE(left.empty()) << left.front();
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -24,6 +25,8 @@ using Status = ProbeOutcome::Status;
 std::size_t CountEntries(const fs::path& dir) {
   return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
+
+double Number(const json& object, const char* key) { return object.at(key).get<double>(); }
 
 class DiskProbeTest : public ::testing::Test {
  protected:
@@ -170,6 +173,93 @@ TEST_F(DiskProbeTest, PreserveFilesKeepsThem) {
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["directories"][0]["preserved_files"].size(), 1u);
   EXPECT_EQ(CountEntries(data_.path()), 1u);
+}
+
+// gpcheckperf's disk test: the total shared by the directories, written all
+// at once and then read all at once.
+TEST_F(DiskProbeTest, GpcheckperfMethodWritesTheTotalAcrossDirectoriesAtOnce) {
+  TempDir second;
+  const std::vector<std::string> dirs = {data_.path().string(), second.path().string()};
+  // Three 16 KiB blocks over two directories: 2 + 1.
+  const auto outcome =
+      Run(RunMode::kFull,
+          {{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "48kb"}, {"max_buffer_size", "16kb"}});
+  ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
+  const json& result = outcome.result;
+  EXPECT_EQ(result["method"], "gpcheckperf");
+  EXPECT_EQ(result["data_bytes"], 48 * 1024);
+  EXPECT_EQ(result["block_size"], 16 * 1024);
+  EXPECT_EQ(result["sequential"]["write"]["bytes"], 48 * 1024);
+  EXPECT_EQ(result["sequential"]["read"]["bytes"], 48 * 1024);
+  ASSERT_EQ(result["directories"].size(), 2u);
+  const json& a = result["directories"][0];
+  const json& b = result["directories"][1];
+  EXPECT_EQ(a["write"]["bytes"], 32 * 1024);
+  EXPECT_EQ(b["write"]["bytes"], 16 * 1024);
+  EXPECT_EQ(a["read"]["bytes"], 32 * 1024);
+  for (const char* pass : {"write", "read"}) {
+    SCOPED_TRACE(pass);
+    // The pass spans its directories' intervals: from the first start to the last end.
+    const double first = std::min(Number(a[pass], "started_unix_seconds"), Number(b[pass], "started_unix_seconds"));
+    const double last = std::max(Number(a[pass], "finished_unix_seconds"), Number(b[pass], "finished_unix_seconds"));
+    EXPECT_NEAR(result["sequential"][pass]["seconds"].get<double>(), last - first, 0.05);
+    EXPECT_GE(result["sequential"][pass]["seconds"].get<double>(), a[pass]["seconds"].get<double>());
+  }
+  // Reading starts once every directory is written.
+  const double last_write =
+      std::max(Number(a["write"], "finished_unix_seconds"), Number(b["write"], "finished_unix_seconds"));
+  EXPECT_GE(Number(a["read"], "started_unix_seconds"), last_write - 0.001);
+  EXPECT_GE(Number(b["read"], "started_unix_seconds"), last_write - 0.001);
+  EXPECT_EQ(CountEntries(data_.path()), 0u);
+  EXPECT_EQ(CountEntries(second.path()), 0u);
+  // Bytes are counted; vioperf's throughput gauge is not set by this method.
+  const std::string metrics = Exposition();
+  EXPECT_THAT(metrics, HasSubstr("hostperf_disk_written_bytes_total{directory=\"" + dirs[1] + "\"} 16384"));
+  EXPECT_THAT(metrics, ::testing::Not(HasSubstr("hostperf_disk_throughput_bytes_per_second{")));
+}
+
+TEST_F(DiskProbeTest, GpcheckperfMethodBadSizesAndCancel) {
+  TempDir second;
+  const std::vector<std::string> dirs = {data_.path().string(), second.path().string()};
+  const auto uneven =
+      Run(RunMode::kFull, {{"method", "gpcheckperf"}, {"data_size", "40kb"}, {"max_buffer_size", "16kb"}});
+  EXPECT_EQ(uneven.reason, "bad_options");
+  EXPECT_THAT(uneven.message, HasSubstr("not a multiple of the block size 16384"));
+  const auto small =
+      Run(RunMode::kFull,
+          {{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "16kb"}, {"max_buffer_size", "16kb"}});
+  EXPECT_EQ(small.reason, "bad_options");
+  EXPECT_THAT(small.message, HasSubstr("less than one 16384-byte block per directory"));
+  const auto method = Run(RunMode::kFull, {{"method", "dd"}});
+  EXPECT_EQ(method.reason, "bad_options");
+  EXPECT_THAT(method.message, HasSubstr("method: expected \"vioperf\" or \"gpcheckperf\""));
+  const auto missing =
+      Run(RunMode::kFull,
+          {{"method", "gpcheckperf"}, {"directories", {dirs[0], dirs[1] + "/missing"}}, {"data_size", "64kb"}});
+  EXPECT_EQ(missing.reason, "bad_directory");
+  EXPECT_EQ(CountEntries(data_.path()), 0u);
+  cancel_ = true;
+  const auto cancelled = Run(RunMode::kFull, {{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "1mb"}});
+  EXPECT_EQ(cancelled.reason, "cancelled");
+  EXPECT_EQ(CountEntries(data_.path()), 0u);
+  EXPECT_EQ(CountEntries(second.path()), 0u);
+}
+
+// Without data_size: twice MemTotal (here a fixture's 100 kB), rounded down
+// to gpcheckperf's 32 KB blocks.
+TEST_F(DiskProbeTest, GpcheckperfMethodDefaultsToTwiceTheRam) {
+  deps_.roots.proc = std::filesystem::path(HOSTPERF_FIXTURES_DIR) / "proc-bad-meminfo";
+  probe_ = CreateDiskProbe(deps_);
+  const auto outcome = Run(RunMode::kFull, {{"method", "gpcheckperf"}});
+  ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
+  EXPECT_EQ(outcome.result["block_size"], 32768);
+  EXPECT_EQ(outcome.result["data_bytes"], 196608);  // 204800 rounded down
+  EXPECT_EQ(outcome.result["sequential"]["write"]["bytes"], 196608);
+  deps_.roots.proc = std::filesystem::path(HOSTPERF_FIXTURES_DIR) / "does-not-exist";
+  probe_ = CreateDiskProbe(deps_);
+  const auto unknown = Run(RunMode::kFull, {{"method", "gpcheckperf"}});
+  EXPECT_EQ(unknown.reason, "bad_options");
+  EXPECT_THAT(unknown.message, HasSubstr("give data_size"));
 }
 
 TEST(DiskReportTest, FormatsVioperfRows) {

@@ -173,6 +173,10 @@ TEST(ReadMemAvailableBytesTest, FromMeminfo) {
   EXPECT_FALSE(ReadMemAvailableBytes(Roots("sysfs-single", "proc-bad-meminfo")).has_value());
   EXPECT_FALSE(ReadMemAvailableBytes(Roots("sysfs-single", "does-not-exist")).has_value());
   EXPECT_TRUE(ReadMemAvailableBytes(SystemRoots{}).has_value());
+  EXPECT_EQ(ReadMemTotalBytes(Roots("sysfs-single", "proc-2socket-ht")), 65842312ULL * 1024);
+  EXPECT_EQ(ReadMemTotalBytes(Roots("sysfs-single", "proc-bad-meminfo")), 100ULL * 1024);
+  EXPECT_FALSE(ReadMemTotalBytes(Roots("sysfs-single", "does-not-exist")).has_value());
+  EXPECT_GE(ReadMemTotalBytes(SystemRoots{}).value_or(0), ReadMemAvailableBytes(SystemRoots{}).value_or(0));
 }
 
 TEST(ReadHostFactsTest, FullFixture) {

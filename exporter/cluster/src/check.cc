@@ -320,14 +320,12 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
     } else if (flag.Is("json")) {
       options.json = true;
     } else if (flag.Is("duration")) {
-      // gpcheckperf's netperf length; our disk test (vioperf-style) is
-      // time-bounded too, so it takes the same limit.
+      // gpcheckperf's netperf length (its disk test is bounded by -S).
       const auto duration = config::ParseDuration(value);
       if (!duration || duration->count() <= 0) {
         return R::Error("--duration: \"" + value + "\" is not a duration like 15s or 2m");
       }
       options.net_seconds = std::chrono::duration<double>(*duration).count();
-      options.disk_options["duration"] = value;
     } else if (flag.Is("api-port") || flag.Is("net-port")) {
       auto port = ParsePort(value, flag.spelled);
       if (!port) return R::Error(port.error());
@@ -363,6 +361,7 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   if (!tests) return R::Error(tests.error());
   options.tests = *tests;
   if (!options.directories.empty()) options.disk_options["directories"] = options.directories;
+  options.disk_options["method"] = "gpcheckperf";
   for (std::size_t i = 0; i < options.hosts.size(); ++i) {
     if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
     if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
@@ -400,12 +399,25 @@ nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result) 
 }
 
 nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result) {
+  const auto figures_json = [](const probes::disk::TestThroughput& figures) {
+    json out = {{"bytes", figures.bytes}, {"seconds", figures.seconds}};
+    if (figures.started_unix_seconds) out["started_unix_seconds"] = *figures.started_unix_seconds;
+    if (figures.finished_unix_seconds) out["finished_unix_seconds"] = *figures.finished_unix_seconds;
+    return out;
+  };
   const probes::disk::SequentialThroughput throughput = probes::disk::ReadSequentialThroughput(disk_result);
   json entry = json::object();
   for (const auto& [key, figures] : {std::pair{"write", throughput.write}, std::pair{"read", throughput.read}}) {
-    if (figures) entry[key] = {{"bytes", figures->bytes}, {"seconds", figures->seconds}};
+    if (figures) entry[key] = figures_json(*figures);
   }
-  return entry.empty() ? json(nullptr) : entry;
+  if (entry.empty()) return nullptr;
+  for (const probes::disk::DirectoryThroughput& directory : probes::disk::ReadDirectoryThroughput(disk_result)) {
+    json out = {{"directory", directory.directory}};
+    if (directory.write) out["write"] = figures_json(*directory.write);
+    if (directory.read) out["read"] = figures_json(*directory.read);
+    entry["directories"].push_back(std::move(out));
+  }
+  return entry;
 }
 
 Result<HostSpec> ParseHostSpec(std::string_view spec, std::uint16_t default_api_port) {

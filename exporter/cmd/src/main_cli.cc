@@ -44,7 +44,10 @@ constexpr const char* kCheckUsage = R"(usage: hostperf check [-d DIR]... [-h HOS
 
 gpcheckperf: runs the selected tests on every host at once and prints the
 RESULT block. This host runs its tests in-process; other hosts run them
-through their hostperf_exporter's run API.
+through their hostperf_exporter's run API. The disk test is gpcheckperf's:
+one sequential writer per -d directory, all at once, then one reader per
+directory, all at once; a host's bandwidth is its total bytes over the
+pass's wall time (vioperf's tests are hostperf io's).
 
   -r dsNnM          tests (default dsn): d disk, s stream, and one network
                     test: N parallel pairs, n serial pairs, M full matrix
@@ -52,10 +55,14 @@ through their hostperf_exporter's run API.
   -h HOST[:PORT]    a host (repeat for more; default: this host alone);
                     PORT is its run API port (default --api-port)
   -f HOSTFILE       hosts, one per line
-  -S SIZE           the disk test's data size (as 100GB, 512MB)
-  -B SIZE           the disk test's block size (as 32KB, 1MB)
+  -S SIZE           the disk test's total over the host's -d directories
+                    (as 100GB, 512MB), written exactly, shared by them;
+                    default twice the host's RAM, as gpcheckperf, so that
+                    the page cache cannot hold it. hostperf writes and reads
+                    with O_DIRECT, so a smaller size is valid too
+  -B SIZE           the disk test's block size (default 32KB)
   --duration TIME   the network test's length per link (default 15s, at
-                    most 60s) and the disk test's time bound
+                    most 60s)
   --stream-size N   the stream test's array size in elements
   -D                per-host bandwidth lines in the RESULT block
   -v                each host's and link's step as it starts and ends, and

@@ -363,13 +363,16 @@ std::vector<int> OneCpuPerPhysicalCore(const SystemRoots& roots) {
   return cpus;
 }
 
-std::optional<std::uint64_t> ReadMemAvailableBytes(const SystemRoots& roots) {
+namespace {
+
+// One "<field>:   <n> kB" line of <proc>/meminfo, in bytes.
+std::optional<std::uint64_t> ReadMeminfoBytes(const SystemRoots& roots, std::string_view field) {
   const auto text = ReadFile(roots.proc / "meminfo");
   if (!text) return std::nullopt;
   std::istringstream lines(*text);
   for (std::string line; std::getline(lines, line);) {
-    if (!line.starts_with("MemAvailable:")) continue;
-    std::istringstream fields(line.substr(13));
+    if (!line.starts_with(field) || line.size() <= field.size() || line[field.size()] != ':') continue;
+    std::istringstream fields(line.substr(field.size() + 1));
     std::string number;
     std::string unit;
     fields >> number >> unit;
@@ -379,6 +382,14 @@ std::optional<std::uint64_t> ReadMemAvailableBytes(const SystemRoots& roots) {
   }
   return std::nullopt;
 }
+
+}  // namespace
+
+std::optional<std::uint64_t> ReadMemAvailableBytes(const SystemRoots& roots) {
+  return ReadMeminfoBytes(roots, "MemAvailable");
+}
+
+std::optional<std::uint64_t> ReadMemTotalBytes(const SystemRoots& roots) { return ReadMeminfoBytes(roots, "MemTotal"); }
 
 Result<CpuTimes> ParseProcStat(std::string_view proc_stat_text) {
   using R = Result<CpuTimes>;

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -42,11 +43,13 @@ constexpr auto kMinFinalRowGap = std::chrono::milliseconds(100);
 // Everything a run uses, resolved from the config and the full-run options.
 struct Plan {
   bool full = false;
+  FullRunMethod method = FullRunMethod::kVioperf;
+  bool data_size_given = false;
   std::vector<std::string> directories;
   std::size_t threads = 1;
   std::size_t files_per_thread = 1;
   std::uint64_t max_buffer_size = 0;
-  std::uint64_t data_size = 0;  // per directory
+  std::uint64_t data_size = 0;  // per directory (gpcheckperf: over all of them)
   std::uint64_t reserve = 0;
   bool direct_io = true;
   bool crc = true;
@@ -412,7 +415,10 @@ class DiskProbe final : public Probe {
       plan.threads = config.threads;
     }
     plan.files_per_thread = options.files_per_thread.value_or(config.files_per_thread);
-    plan.max_buffer_size = options.max_buffer_size.value_or(config.max_buffer_size);
+    plan.method = plan.full ? options.method : FullRunMethod::kVioperf;
+    plan.max_buffer_size = options.max_buffer_size.value_or(
+        plan.method == FullRunMethod::kGpcheckperf ? kGpcheckperfDefaultBlockSize : config.max_buffer_size);
+    plan.data_size_given = options.data_size_given;
     plan.direct_io = !options.disable_direct_io.value_or(config.disable_direct_io);
     plan.crc = !options.disable_crc.value_or(config.disable_crc);
     plan.preserve_files = options.preserve_files;
@@ -429,6 +435,7 @@ class DiskProbe final : public Probe {
 
   ProbeOutcome Measure(const RunContext& ctx) override {
     const Plan plan = MakePlan(ctx);
+    if (plan.method == FullRunMethod::kGpcheckperf) return MeasureAllAtOnce(ctx, plan);
     const auto topology = ReadCpuTopology(roots_);
     const int cores = std::max(1, topology.physical_cores);
     const auto start = Clock::now();
@@ -474,6 +481,176 @@ class DiskProbe final : public Probe {
   }
 
   static DirectoryOutcome Failed(Failure failure) { return {std::move(failure), false}; }
+
+  // gpcheckperf's disk test (FullRunMethod::kGpcheckperf): one sequential
+  // writer per directory, all at once, data_size in total; then one reader
+  // per directory, all at once. Each pass is timed from its first start to
+  // its last end, so the host's figure is its directories' combined
+  // bandwidth; every directory's own interval is in the result.
+  ProbeOutcome MeasureAllAtOnce(const RunContext& ctx, const Plan& plan) {
+    const auto start = Clock::now();
+    json result = {{"mode", ToString(ctx.mode)},
+                   {"method", "gpcheckperf"},
+                   {"direct_io", plan.direct_io},
+                   {"directories", json::array()}};
+    const auto fail = [&](Failure failure) { return ProbeOutcome::Failure(std::move(failure), std::move(result)); };
+    // gpcheckperf's default: twice the RAM, so that the page cache cannot
+    // hold the file (with O_DIRECT a smaller size is valid too).
+    std::uint64_t total = plan.data_size;
+    if (!plan.data_size_given) {
+      const auto ram = ReadMemTotalBytes(roots_);
+      if (!ram) {
+        return fail({"bad_options", "cannot read MemTotal in " + (roots_.proc / "meminfo").string() +
+                                        " for the default data size (twice the RAM): give data_size"});
+      }
+      total = 2 * *ram;
+    }
+    const std::uint64_t block = plan.max_buffer_size;
+    if (plan.data_size_given && total % block != 0) {
+      return fail({"bad_options", fmt::format("data_size {} is not a multiple of the block size {}", total, block)});
+    }
+    total -= total % block;
+    const std::uint64_t blocks = total / block;
+    const std::size_t count = plan.directories.size();
+    if (blocks < count) {
+      return fail({"bad_options",
+                   fmt::format("data_size {} is less than one {}-byte block per directory ({})", total, block, count)});
+    }
+    result["block_size"] = block;
+    result["data_bytes"] = total;
+
+    struct Lane {
+      std::unique_ptr<TestDirectory> dir;
+      std::unique_ptr<RunRecord> record;  // declared before the files: outlives them
+      std::unique_ptr<Workload> workload;
+      json entry;
+      std::optional<Failure> failure;  // this directory's own
+    };
+    std::vector<Lane> lanes(count);
+    for (std::size_t i = 0; i < count; ++i) lanes[i].entry = {{"directory", plan.directories[i]}};
+    std::optional<Failure> failure;  // the run's: the first directory's failure, or a stop
+    const auto lane_failed = [&](std::size_t i, Failure why) {
+      lanes[i].entry["error"] = {{"reason", why.reason}, {"message", why.message}};
+      if (!failure) failure = why;
+      lanes[i].failure = std::move(why);
+    };
+    const auto finish = [&]() {
+      for (std::size_t i = 0; i < count; ++i) {
+        Lane& lane = lanes[i];
+        // A directory that another's failure or a stop kept from finishing
+        // has no outcome of its own.
+        const DirectoryOutcome outcome{lane.failure, !lane.failure && !lane.entry.contains("read")};
+        RecordDirectory(plan, plan.directories[i], outcome);
+        if (plan.preserve_files && !failure && lane.workload) lane.entry["preserved_files"] = lane.workload->Preserve();
+        result["directories"].push_back(std::move(lane.entry));
+      }
+      result["seconds"] = Seconds(Clock::now() - start).count();
+      lanes.clear();  // the files go before the outcome is returned
+      return failure ? ProbeOutcome::Failure(*failure, std::move(result)) : ProbeOutcome::Success(std::move(result));
+    };
+
+    for (std::size_t i = 0; i < count && !failure; ++i) {
+      const std::string& path = plan.directories[i];
+      Lane& lane = lanes[i];
+      auto opened = OpenDirectory(plan, path, lane.entry);
+      if (!opened.ok()) {
+        lane_failed(i, opened.failure());
+        break;
+      }
+      lane.dir = std::move(opened).value();
+      // The blocks shared out so that the directories add up to `total`.
+      const std::uint64_t bytes = (blocks / count + (i < blocks % count ? 1 : 0)) * block;
+      lane.entry.update({{"alignment", lane.dir->alignment()}, {"file_size", bytes}});
+      if (plan.direct_io && block % lane.dir->alignment() != 0) {
+        lane_failed(i, {"bad_options", fmt::format("block size {} is not a multiple of the direct I/O alignment {} "
+                                                   "of \"{}\"",
+                                                   block, lane.dir->alignment(), path)});
+        break;
+      }
+      if (auto room = CheckRoom(ctx, plan, *lane.dir, path, bytes); !room.ok()) {
+        lane_failed(i, room.failure());
+        break;
+      }
+      WorkloadOptions options;
+      options.block_size = block;
+      options.file_size = bytes;
+      options.direct_io = plan.direct_io;
+      // gpcheckperf checks no data; the block headers still are.
+      options.crc = false;
+      options.verbose = plan.verbose;
+      options.run_id = NewRunId();
+      lane.record = RecordScratchFiles(path, options.run_id);
+      auto created = Workload::Create(*lane.dir, options);
+      if (!created.ok()) {
+        lane_failed(i, created.failure());
+        break;
+      }
+      lane.workload = std::move(created).value();
+      if (ctx.on_report) ctx.on_report(Tagged("directory", lane.entry));
+    }
+    if (failure) return finish();
+
+    for (const DiskTest test : {DiskTest::kWrite, DiskTest::kRead}) {
+      const std::string key = test == DiskTest::kWrite ? "write" : "read";
+      if (ctx.on_progress) {
+        ctx.on_progress({std::string(TestName(test)),
+                         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start),
+                         {}});
+      }
+      std::vector<TestCounters> counters(count);
+      std::vector<OpLatencies> latencies(count);
+      std::vector<Result<void>> outcomes(count);
+      std::vector<Clock::time_point> began(count);
+      std::vector<Clock::time_point> ended(count);
+      std::vector<double> began_unix(count);
+      std::vector<double> ended_unix(count);
+      std::atomic<bool> stop{false};
+      {
+        std::vector<std::jthread> writers;
+        for (std::size_t i = 0; i < count; ++i) {
+          writers.emplace_back([&, i] {
+            began[i] = Clock::now();
+            began_unix[i] = UnixSeconds();
+            // One pass: the slice ends as it starts.
+            outcomes[i] = lanes[i].workload->Run(test, began[i], stop, counters[i], latencies[i], [&] {
+              if (ctx.ShouldStop()) stop.store(true);
+            });
+            ended[i] = Clock::now();
+            ended_unix[i] = UnixSeconds();
+            // One directory's I/O error ends the pass for all.
+            if (!outcomes[i].ok()) stop.store(true);
+          });
+        }
+      }
+      std::uint64_t bytes_total = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint64_t bytes =
+            test == DiskTest::kWrite ? counters[i].bytes_written.load() : counters[i].bytes_read.load();
+        bytes_total += bytes;
+        lanes[i].entry[key] = {{"bytes", bytes},
+                               {"seconds", Seconds(ended[i] - began[i]).count()},
+                               {"started_unix_seconds", began_unix[i]},
+                               {"finished_unix_seconds", ended_unix[i]}};
+        PublishTotals(plan, {{"directory", plan.directories[i]}}, latencies[i], counters[i]);
+        if (!outcomes[i].ok()) {
+          lane_failed(i, outcomes[i].failure());
+        } else if (const auto bad = counters[i].verify_errors.load(); bad > 0) {
+          lane_failed(i, {"verify_error", fmt::format("{} block(s) read back wrong in \"{}\"; first: {}", bad,
+                                                      plan.directories[i], lanes[i].workload->FirstVerifyError())});
+        }
+      }
+      const auto first = *std::min_element(began.begin(), began.end());
+      const auto last = *std::max_element(ended.begin(), ended.end());
+      result["sequential"][key] = {{"bytes", bytes_total}, {"seconds", Seconds(last - first).count()}};
+      if (!failure && ctx.ShouldStop()) failure = Stopped(ctx, "");
+      if (failure) break;
+    }
+    return finish();
+  }
+
+  static double UnixSeconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
 
   // The files of one directory: blocks of max_buffer_size rounded down to the
   // alignment, data_size shared by the files.
@@ -532,18 +709,9 @@ class DiskProbe final : public Probe {
 
   DirectoryOutcome RunDirectory(const RunContext& ctx, const Plan& plan, const std::string& path, int cores,
                                 TimeShare& share, json& dir_json, json& result) {
-    const bool default_dir = plan.directories.size() == 1 && path == DefaultDirectory();
-    if (default_dir) {
-      std::error_code ec;
-      std::filesystem::create_directories(path, ec);
-    }
-    auto opened = TestDirectory::Open(path, roots_);
+    auto opened = OpenDirectory(plan, path, dir_json);
     if (!opened.ok()) return Failed(opened.failure());
     const TestDirectory& dir = **opened;
-    if (const int removed = dir.RemoveLeftovers(); removed > 0) {
-      spdlog::info("disk probe: removed {} leftover scratch file(s) in {}", removed, path);
-      dir_json["leftovers_removed"] = removed;
-    }
     const auto layout = PlanLayout(plan, dir, path);
     if (!layout.ok()) return Failed(layout.failure());
     dir_json.update({{"direct_io", plan.direct_io},
@@ -560,23 +728,8 @@ class DiskProbe final : public Probe {
     if (ctx.on_report) ctx.on_report(Tagged("directory", dir_json));
 
     const WorkloadOptions workload_options = MakeWorkloadOptions(plan, *layout);
-    // Recorded in the state directory before the first scratch file exists,
-    // so that the start-up after a crash cleans this directory too, whether
-    // configured or not; the record goes after the files (declared first,
-    // destroyed last).
-    // (A CLI run without a state directory on this host creates none.)
-    std::error_code ec;
-    const bool have_state = !state_directory_.empty() && std::filesystem::is_directory(state_directory_, ec);
-    auto record = have_state ? RunRecord::Create(state_directory_, path, workload_options.run_id)
-                             : Result<std::unique_ptr<RunRecord>>(Failure{"bad_directory", "no state directory"});
-    if (!record.ok() && !have_state) {
-      spdlog::debug("disk probe: no state directory {} to record {} in", state_directory_.string(), path);
-    } else if (!record.ok()) {
-      spdlog::warn(
-          "disk probe: cannot record {} in the state directory ({}); a crash now would leave its scratch "
-          "files for an operator to remove",
-          path, record.error());
-    }
+    // Declared before the files, so destroyed after them.
+    const auto record = RecordScratchFiles(path, workload_options.run_id);
     auto created = Workload::Create(dir, workload_options);
     if (!created.ok()) return Failed(created.failure());
     Workload& workload = **created;
@@ -590,6 +743,43 @@ class DiskProbe final : public Probe {
     }
     if (ctx.ShouldStop()) return Failed(Stopped(ctx, " in \"" + path + "\""));
     return {};
+  }
+
+  // Opens a directory under test (creating the default one) and removes a
+  // crashed run's scratch files from it.
+  Result<std::unique_ptr<TestDirectory>> OpenDirectory(const Plan& plan, const std::string& path, json& dir_json) {
+    const bool default_dir = plan.directories.size() == 1 && path == DefaultDirectory();
+    if (default_dir) {
+      std::error_code ec;
+      std::filesystem::create_directories(path, ec);
+    }
+    auto opened = TestDirectory::Open(path, roots_);
+    if (!opened.ok()) return opened;
+    if (const int removed = (*opened)->RemoveLeftovers(); removed > 0) {
+      spdlog::info("disk probe: removed {} leftover scratch file(s) in {}", removed, path);
+      dir_json["leftovers_removed"] = removed;
+    }
+    return opened;
+  }
+
+  // Recorded in the state directory before the first scratch file exists,
+  // so that the start-up after a crash cleans this directory too, whether
+  // configured or not; the record goes when the result is destroyed, which
+  // must be after the files. (A CLI run without a state directory on this
+  // host creates none.)
+  std::unique_ptr<RunRecord> RecordScratchFiles(const std::string& path, std::uint64_t run_id) const {
+    std::error_code ec;
+    if (state_directory_.empty() || !std::filesystem::is_directory(state_directory_, ec)) {
+      spdlog::debug("disk probe: no state directory {} to record {} in", state_directory_.string(), path);
+      return nullptr;
+    }
+    auto record = RunRecord::Create(state_directory_, path, run_id);
+    if (record.ok()) return std::move(record).value();
+    spdlog::warn(
+        "disk probe: cannot record {} in the state directory ({}); a crash now would leave its scratch "
+        "files for an operator to remove",
+        path, record.error());
+    return nullptr;
   }
 
   // The free-space guard (data plus the reserve) and, for scheduled runs, the
@@ -661,11 +851,27 @@ class DiskProbe final : public Probe {
 
   void Publish(const Plan& plan, const prometheus::Labels& dir_label, DiskTest test, const json& summary,
                const OpLatencies& latencies, const TestCounters& counters) {
-    const std::string& path = dir_label.at("directory");
     std::lock_guard lock(series_mu_);
-    // A reload during the run removed this directory: its figures are
-    // dropped rather than bring its series back.
-    if (plan.generation != generation_ && !roles_.contains(path)) return;
+    if (!PublishTotalsLocked(plan, dir_label, latencies, counters)) return;
+    auto labels = dir_label;
+    labels["test"] = std::string(TestName(test));
+    throughput_.Add(labels).Set(summary["throughput_bytes_per_second"].get<double>());
+    if (test == DiskTest::kSkipRead) seeks_.Add(dir_label).Set(summary["seeks_per_second"].get<double>());
+  }
+
+  // Latencies, bytes and verify errors; gpcheckperf's method sets no
+  // throughput gauge (its one-writer figures are not vioperf's).
+  void PublishTotals(const Plan& plan, const prometheus::Labels& dir_label, const OpLatencies& latencies,
+                     const TestCounters& counters) {
+    std::lock_guard lock(series_mu_);
+    PublishTotalsLocked(plan, dir_label, latencies, counters);
+  }
+  // False when a reload during the run removed this directory: its figures
+  // are dropped rather than bring its series back.
+  bool PublishTotalsLocked(const Plan& plan, const prometheus::Labels& dir_label, const OpLatencies& latencies,
+                           const TestCounters& counters) {
+    const std::string& path = dir_label.at("directory");
+    if (plan.generation != generation_ && !roles_.contains(path)) return false;
     published_.insert(path);
     for (std::size_t op = 0; op < kOpCount; ++op) {
       if (latencies[op].Total() == 0) continue;
@@ -676,10 +882,7 @@ class DiskProbe final : public Probe {
     read_bytes_.Add(dir_label).Increment(static_cast<double>(counters.bytes_read.load()));
     written_bytes_.Add(dir_label).Increment(static_cast<double>(counters.bytes_written.load()));
     verify_errors_.Add(dir_label).Increment(static_cast<double>(counters.verify_errors.load()));
-    auto labels = dir_label;
-    labels["test"] = std::string(TestName(test));
-    throughput_.Add(labels).Set(summary["throughput_bytes_per_second"].get<double>());
-    if (test == DiskTest::kSkipRead) seeks_.Add(dir_label).Set(summary["seeks_per_second"].get<double>());
+    return true;
   }
 
   SystemRoots roots_;

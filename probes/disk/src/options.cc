@@ -116,6 +116,15 @@ Result<FullRunOptions> ParseFullRunOptions(const json& options, std::optional<st
       if (!size) return R::Error(size.error());
       if (size.value() < kMinBufferSize) return R::Error("data_size: must be at least 4kb");
       out.data_size = size.value();
+      out.data_size_given = true;
+    } else if (key == "method") {
+      if (value == "vioperf") {
+        out.method = FullRunMethod::kVioperf;
+      } else if (value == "gpcheckperf") {
+        out.method = FullRunMethod::kGpcheckperf;
+      } else {
+        return R::Error("method: expected \"vioperf\" or \"gpcheckperf\", got " + value.dump());
+      }
     } else if (key == "preserve_files" || key == "disable_crc" || key == "disable_direct_io" || key == "debug") {
       if (!value.is_boolean()) return R::Error(key + ": expected true or false");
       const bool flag = value.get<bool>();

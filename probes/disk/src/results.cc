@@ -19,7 +19,8 @@ std::optional<TestThroughput> Figures(const json& entry, const char* bytes_key) 
   const auto bytes = NumberField(entry, bytes_key);
   const auto seconds = NumberField(entry, "seconds");
   if (!bytes || !seconds) return std::nullopt;
-  return TestThroughput{*bytes, *seconds};
+  return TestThroughput{*bytes, *seconds, NumberField(entry, "started_unix_seconds"),
+                        NumberField(entry, "finished_unix_seconds")};
 }
 
 void Add(std::optional<TestThroughput>& sum, const std::optional<TestThroughput>& part) {
@@ -27,6 +28,8 @@ void Add(std::optional<TestThroughput>& sum, const std::optional<TestThroughput>
   if (!sum) sum = TestThroughput{};
   sum->bytes += part->bytes;
   sum->seconds += part->seconds;
+  sum->started_unix_seconds.reset();  // a sum has no single interval
+  sum->finished_unix_seconds.reset();
 }
 
 std::optional<TestThroughput> Positive(const std::optional<TestThroughput>& figures) {
@@ -39,7 +42,9 @@ std::optional<TestThroughput> Positive(const std::optional<TestThroughput>& figu
 std::vector<DirectoryThroughput> ReadDirectoryThroughput(const json& result) {
   std::vector<DirectoryThroughput> directories;
   for (const json& directory : ArrayField(result, "directories")) {
-    DirectoryThroughput out{TextField(directory, "directory"), std::nullopt, std::nullopt};
+    // The gpcheckperf method: one pass of each.
+    DirectoryThroughput out{TextField(directory, "directory"), Figures(Member(directory, "write"), "bytes"),
+                            Figures(Member(directory, "read"), "bytes")};
     for (const json& test : ArrayField(directory, "tests")) {
       const std::string name = TextField(test, "test");
       // Several entries of one test add up.

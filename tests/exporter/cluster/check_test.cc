@@ -78,7 +78,7 @@ TEST(ParseCheckArgsTest, FieldReportCommandLine) {
   EXPECT_EQ(parsed->tests.net, NetMode::kParallel);
   EXPECT_TRUE(parsed->per_host);
   EXPECT_TRUE(parsed->verbose);
-  EXPECT_EQ(parsed->disk_options, json({{"directories", {"/data/vol1", "/data/vol2"}}}));
+  EXPECT_EQ(parsed->disk_options, json({{"method", "gpcheckperf"}, {"directories", {"/data/vol1", "/data/vol2"}}}));
 }
 
 TEST(ParseCheckArgsTest, DefaultsAttachedValuesAndDiskOptions) {
@@ -93,9 +93,12 @@ TEST(ParseCheckArgsTest, DefaultsAttachedValuesAndDiskOptions) {
 
   parsed = ParseCheckArgs({"-rds", "-d", "/d", "-S", "8mb", "-B", "256k", "--duration", "2s"});
   ASSERT_TRUE(parsed.ok()) << parsed.error();
-  EXPECT_EQ(parsed->disk_options,
-            json({{"directories", {"/d"}}, {"data_size", "8mb"}, {"max_buffer_size", "256k"}, {"duration", "2s"}}));
-  EXPECT_EQ(ParseCheckArgs({"-r", "s", "--duration=5s"})->disk_options, json({{"duration", "5s"}}));
+  // gpcheckperf's disk test: -S is the total and bounds it, so --duration
+  // (the network test's) does not reach it.
+  EXPECT_EQ(
+      parsed->disk_options,
+      json({{"method", "gpcheckperf"}, {"directories", {"/d"}}, {"data_size", "8mb"}, {"max_buffer_size", "256k"}}));
+  EXPECT_EQ(ParseCheckArgs({"-r", "s", "--duration=5s"})->disk_options, json({{"method", "gpcheckperf"}}));
 }
 
 TEST(ParseCheckArgsTest, Errors) {
@@ -239,6 +242,27 @@ TEST(ResultAdaptersTest, DiskFromSequentialFigures) {
             json({{"write", {{"bytes", 1000.0}, {"seconds", 2.0}}}, {"read", {{"bytes", 1000.0}, {"seconds", 1.0}}}}));
 }
 
+TEST(ResultAdaptersTest, DiskFromTheGpcheckperfMethod) {
+  // The disk probe's gpcheckperf result: the passes over all directories and
+  // each directory's interval.
+  const json pass_a = {
+      {"bytes", 100}, {"seconds", 1.0}, {"started_unix_seconds", 10.0}, {"finished_unix_seconds", 11.0}};
+  const json pass_b = {
+      {"bytes", 50}, {"seconds", 0.5}, {"started_unix_seconds", 10.1}, {"finished_unix_seconds", 10.6}};
+  const json disk = {
+      {"method", "gpcheckperf"},
+      {"sequential", {{"write", {{"bytes", 150}, {"seconds", 1.0}}}, {"read", {{"bytes", 150}, {"seconds", 1.0}}}}},
+      {"directories",
+       {{{"directory", "/a"}, {"write", pass_a}, {"read", pass_a}},
+        {{"directory", "/b"}, {"write", pass_b}, {"read", pass_b}}}}};
+  const json entry = DiskEntryFromDiskResult(disk);
+  EXPECT_EQ(entry["write"], json({{"bytes", 150.0}, {"seconds", 1.0}}));
+  ASSERT_EQ(entry["directories"].size(), 2u);
+  EXPECT_EQ(entry["directories"][1]["write"]["started_unix_seconds"], 10.1);
+  EXPECT_EQ(entry["directories"][1]["write"]["finished_unix_seconds"], 10.6);
+  EXPECT_EQ(entry["directories"][0]["read"]["bytes"], 100.0);
+}
+
 TEST(ResultAdaptersTest, DiskSummedOverDirectoryTests) {
   // The disk probe's vioperf result: per directory, one summary per test.
   const json disk = {{"directories",
@@ -252,8 +276,13 @@ TEST(ResultAdaptersTest, DiskSummedOverDirectoryTests) {
                         {"tests",
                          {{{"test", "Write"}, {"seconds", 3.0}, {"bytes_written", 600}, {"bytes_read", 0}},
                           {{"test", "Read"}, {"seconds", 1.0}, {"bytes_written", 0}, {"bytes_read", 500}}}}}}}};
-  EXPECT_EQ(DiskEntryFromDiskResult(disk),
-            json({{"write", {{"bytes", 1000.0}, {"seconds", 5.0}}}, {"read", {{"bytes", 800.0}, {"seconds", 2.0}}}}));
+  const json entry = DiskEntryFromDiskResult(disk);
+  EXPECT_EQ(entry["write"], json({{"bytes", 1000.0}, {"seconds", 5.0}}));
+  EXPECT_EQ(entry["read"], json({{"bytes", 800.0}, {"seconds", 2.0}}));
+  ASSERT_EQ(entry["directories"].size(), 2u);
+  EXPECT_EQ(entry["directories"][1], json({{"directory", "/b"},
+                                           {"write", {{"bytes", 600.0}, {"seconds", 3.0}}},
+                                           {"read", {{"bytes", 500.0}, {"seconds", 1.0}}}}));
   EXPECT_TRUE(DiskEntryFromDiskResult(json::object()).is_null());
   EXPECT_TRUE(DiskEntryFromDiskResult({{"directories", {{{"directory", "/a"}, {"error", "x"}}}}}).is_null());
 }
@@ -369,7 +398,7 @@ TEST(RunCheckTest, LocalDiskAndStream) {
   EXPECT_TRUE(run.ran);
   EXPECT_TRUE(run.errors.empty());
   EXPECT_EQ(fake.probes, (std::vector<std::string>{"node1 disk", "node1 memory"}));
-  EXPECT_EQ(fake.disk_options, json({{"directories", {"/tmp/x"}}, {"data_size", "1mb"}}));
+  EXPECT_EQ(fake.disk_options, json({{"method", "gpcheckperf"}, {"directories", {"/tmp/x"}}, {"data_size", "1mb"}}));
   const std::string out = FormatCheckResult(run.check, {.per_host = true});
   EXPECT_THAT(out, HasSubstr("  disk write tot bandwidth (MB/s): 2.00\n"));
   EXPECT_THAT(out, HasSubstr("  disk read max bandwidth (MB/s): 4.00 [node1]\n"));

@@ -48,9 +48,11 @@ struct CheckOptions {
   bool verbose = false;            // -v
   bool help = false;
   bool json = false;  // --json: FormatCheckResult's input on stdout instead of the RESULT block
-  // The disk probe's full-run options: "directories" from -d, "data_size"
-  // from -S SIZE, "max_buffer_size" from -B SIZE, "duration" from
-  // --duration TIME (passed on as given; the disk probe validates them).
+  // The disk probe's full-run options: method "gpcheckperf" (all
+  // directories written at once, then read at once), "directories" from -d,
+  // "data_size" (the total over them) from -S SIZE, "max_buffer_size" (the
+  // block size) from -B SIZE, passed on as given (the disk probe validates
+  // them and defaults to twice the RAM and 32 KB).
   nlohmann::json disk_options = nlohmann::json::object();
   // The memory probe's full-run options: "array_elements" from our own
   // --stream-size ELEMENTS (gpcheckperf's stream binary has a fixed size).
@@ -95,9 +97,11 @@ std::string FormatCheckResult(const nlohmann::json& check, const FormatOptions& 
 // when the result has no copy kernel.
 nlohmann::json StreamEntryFromMemoryResult(const nlohmann::json& memory_result);
 
-// disk probe result -> {"write": {...}, "read": {...}}: per test, the bytes
-// over all directories and the time they took (the disk probe's
-// ReadSequentialThroughput). Null when neither test has figures.
+// disk probe result -> {"write": {...}, "read": {...}, "directories": [...]}:
+// per test, the bytes over all directories and the time they took (the disk
+// probe's ReadSequentialThroughput), then each directory's own figures with,
+// from the gpcheckperf method, started_unix_seconds and
+// finished_unix_seconds. Null when neither test has figures.
 nlohmann::json DiskEntryFromDiskResult(const nlohmann::json& disk_result);
 
 // Running the checks. `run_on` runs one probe's full mode on one host: the

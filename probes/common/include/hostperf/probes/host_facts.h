@@ -37,8 +37,10 @@ std::uint64_t ReadLastLevelCacheBytes(const SystemRoots& roots);
 // /proc/cpuinfo; when neither names cores, every online CPU.
 std::vector<int> OneCpuPerPhysicalCore(const SystemRoots& roots);
 
-// MemAvailable of <proc>/meminfo in bytes; nullopt when absent or malformed.
+// MemAvailable and MemTotal of <proc>/meminfo in bytes; nullopt when absent
+// or malformed.
 std::optional<std::uint64_t> ReadMemAvailableBytes(const SystemRoots& roots);
+std::optional<std::uint64_t> ReadMemTotalBytes(const SystemRoots& roots);
 
 // "32K", "1024K", "30M" (sysfs cache size format) -> bytes.
 Result<std::uint64_t> ParseCacheSize(std::string_view text);

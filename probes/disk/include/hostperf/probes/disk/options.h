@@ -19,18 +19,37 @@ inline constexpr std::chrono::seconds kDefaultLogInterval{10};
 // vioperf needs about 4.5 GB; so does a full run unless told less.
 inline constexpr std::uint64_t kDefaultFullDataSize = 4608ULL << 20;
 
+// How a full run tests its directories.
+enum class FullRunMethod {
+  // vioperf: Write, ReWrite, Read and SkipRead in each directory in turn,
+  // threads per directory, time-driven (`hostperf io`).
+  kVioperf,
+  // gpcheckperf's disk test: data_size bytes in total, shared by the
+  // directories, written by one sequential writer per directory all at once
+  // with max_buffer_size blocks (default 32 KB), then read back all at once;
+  // each pass is timed from the first start to the last end (`hostperf
+  // check -r d`).
+  kGpcheckperf,
+};
+inline constexpr std::uint64_t kGpcheckperfDefaultBlockSize = 32 << 10;  // gpcheckperf -B
+
 // Options of a full run (the run API's "disk" options and `hostperf io`),
-// as JSON keys: duration, log_interval (vioperf intervals), thread_count,
-// max_buffer_size, data_size (vioperf sizes or integers), files_per_thread,
-// preserve_files, disable_crc, disable_direct_io, debug (booleans),
-// directories (strings). Absent keys take the defaults below / the config.
+// as JSON keys: method ("vioperf" or "gpcheckperf"), duration, log_interval
+// (vioperf intervals), thread_count, max_buffer_size, data_size (vioperf sizes
+// or integers), files_per_thread, preserve_files, disable_crc,
+// disable_direct_io, debug (booleans), directories (strings). Absent keys take
+// the defaults below / the config.
 struct FullRunOptions : ProbeOptions {
+  FullRunMethod method = FullRunMethod::kVioperf;
   std::chrono::nanoseconds duration = kDefaultDuration;
   std::chrono::nanoseconds log_interval = kDefaultLogInterval;
   std::uint32_t thread_count = 0;  // 0: all online CPUs
   std::optional<std::uint64_t> max_buffer_size;
   std::optional<std::uint32_t> files_per_thread;
-  std::uint64_t data_size = kDefaultFullDataSize;  // bytes of files per directory
+  // vioperf: bytes of files per directory. gpcheckperf: bytes over all the
+  // directories; when not given (data_size_given false), twice the host's RAM.
+  std::uint64_t data_size = kDefaultFullDataSize;
+  bool data_size_given = false;
   bool preserve_files = false;
   std::optional<bool> disable_crc;
   std::optional<bool> disable_direct_io;

@@ -10,15 +10,18 @@ namespace hostperf::probes::disk {
 // Typed readers of a disk (vioperf) full run's result JSON, so that code
 // outside this folder (hostperf check) does not depend on its keys.
 
-// Bytes one throughput test moved and the seconds it took.
+// Bytes one throughput test moved and the seconds it took; with the
+// gpcheckperf method, also when it started and ended (Unix seconds).
 struct TestThroughput {
   double bytes = 0;
   double seconds = 0;
+  std::optional<double> started_unix_seconds;
+  std::optional<double> finished_unix_seconds;
 };
 
 // One directory's Write and Read tests (vioperf's sequential throughput
-// tests; ReWrite and SkipRead are left out). Absent: the test did not run or
-// has no figures.
+// tests, ReWrite and SkipRead left out; or the gpcheckperf method's two
+// passes). Absent: the test did not run or has no figures.
 struct DirectoryThroughput {
   std::string directory;
   std::optional<TestThroughput> write;
