@@ -195,7 +195,10 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 [[ -n $port ]] || { cat "$work/exporter.log"; fail "the installed daemon did not start"; }
-curl -fsS "http://127.0.0.1:$port/metrics" | grep -q '^hostperf_build_info{' || fail "no hostperf_build_info"
+# To a file first: grep -q stops reading at its match, and under pipefail the
+# writer's EPIPE (curl's exit 23) would fail a scrape that succeeded.
+curl -fsS -o "$work/metrics" "http://127.0.0.1:$port/metrics" || fail "scraping the installed daemon failed"
+grep -q '^hostperf_build_info{' "$work/metrics" || fail "no hostperf_build_info"
 kill -TERM "$exporter_pid"
 wait "$exporter_pid" || fail "the daemon exited $? on SIGTERM"
 exporter_pid=

@@ -360,12 +360,16 @@ Result<void> Workload::Write(Lane& lane) {
   bool next_formatted = false;
   return Sweep(lane, false, [&](File& file, std::uint64_t index) -> Result<void> {
     std::byte* target = lane.buffers[lane.next_buffer].get();
-    if (next_formatted) {
+    if (!options_.crc) {
+      // Without a CRC formatting is a header and a copy: handing it to the
+      // helper would cost more in wake-ups than it overlaps (small blocks).
+      FormatNext(lane, target, file, index);
+    } else if (next_formatted) {
       lane.helper->WaitIdle();
     } else {
       FormatNext(lane, target, file, index);  // the first block of a file
     }
-    next_formatted = index + 1 < lane.blocks;
+    next_formatted = options_.crc && index + 1 < lane.blocks;
     if (next_formatted) {
       std::byte* other = lane.buffers[lane.next_buffer ^ 1].get();
       lane.helper->Submit([this, &lane, other, &file, index] { FormatNext(lane, other, file, index + 1); });
@@ -412,6 +416,10 @@ Result<void> Workload::ReadBlocks(Lane& lane, DiskOp op, bool every_other_block)
         TimedIo(false, file.file->fd(), target, lane.size, index * lane.size, lane.latency(op), file.file->name());
     if (!read.ok()) return read;
     lane.counters->bytes_read.fetch_add(lane.size, std::memory_order_relaxed);
+    if (!options_.crc) {
+      Verify(lane, file, index, {target, lane.size});  // the header alone: not worth a hand-off
+      return {};
+    }
     // Waits for the previous block's verification (the other buffer), so
     // `target` is not read into again before it is checked.
     lane.helper->Submit([this, &lane, &file, index, target] { Verify(lane, file, index, {target, lane.size}); });
@@ -428,6 +436,15 @@ void Workload::RecordVerifyError(const std::string& message) {
 std::string Workload::FirstVerifyError() const {
   std::lock_guard lock(mutex_);
   return first_verify_error_;
+}
+
+Result<void> Workload::Sync() {
+  for (const auto& file : files_) {
+    if (::fdatasync(file.file->fd()) != 0) {
+      return ErrnoError(errno, "fdatasync " + dir_.path() + "/" + file.file->name());
+    }
+  }
+  return {};
 }
 
 std::vector<std::string> Workload::FileNames() const {

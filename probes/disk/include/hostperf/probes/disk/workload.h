@@ -76,6 +76,10 @@ class Workload {
   Result<void> Run(DiskTest test, std::chrono::steady_clock::time_point until, const std::atomic<bool>& stop,
                    TestCounters& counters, OpLatencies& latencies, const std::function<void()>& tick);
 
+  // Flushes the files' data to the device (fdatasync), as gpcheckperf's
+  // timed write ends with a sync.
+  Result<void> Sync();
+
   std::string FirstVerifyError() const;
   std::vector<std::string> FileNames() const;
   std::vector<std::string> Preserve();  // keeps the files; returns their new names
