@@ -2,7 +2,8 @@
 
 // Test certificates made at test time with the openssl CLI (no secrets in the
 // tree): a CA, a server certificate for 127.0.0.1/localhost and a client
-// certificate signed by it, plus an unrelated key and a second CA.
+// certificate signed by it, plus an unrelated key and a second CA. The server
+// certificate also names 127.0.0.2 and 127.0.0.3 (hosts of the check tests).
 #include <openssl/evp.h>
 
 #include <cstdlib>
@@ -46,7 +47,8 @@ inline TestPki MakeTestPki(const std::filesystem::path& dir) {
   const std::string ca =
       "openssl req -x509 -new -days 2 -subj /CN=hostperf-test-ca -addext basicConstraints=critical,CA:TRUE";
   const std::string sign = "openssl x509 -req -days 2 -CA " + d + "/ca.crt -CAkey " + d + "/ca.key -CAcreateserial";
-  std::ofstream(dir / "server.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";  // closed here
+  std::ofstream(dir / "server.ext")
+      << "subjectAltName=IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3,DNS:localhost\n";  // closed here
   pki.ok = RunShell(key + d + "/ca.key") && RunShell(ca + " -key " + d + "/ca.key -out " + d + "/ca.crt") &&
            RunShell(key + d + "/server.key") &&
            RunShell("openssl req -new -subj /CN=localhost -key " + d + "/server.key -out " + d + "/server.csr") &&

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_pki.h"
 #include "process_harness.h"
 
 namespace hostperf::testing {
@@ -62,19 +63,9 @@ int SharedResponderPort() {
 // shared secret and API token, scheduled probes off (full runs still work).
 class SegmentHost {
  public:
-  SegmentHost(const TempDir& dir, const std::string& address, int responder_port)
-      : address_(address),
-        process_(HOSTPERF_EXPORTER_BIN,
-                 {"--config.file=" +
-                      dir.Write(address + ".toml", "state_directory = \"" + dir.path() + "/" + address + "\"\n" +
-                                                       "[api]\ntoken_file = \"" + dir.path() + "/token\"\n" +
-                                                       "[probes.cpu]\nenabled = false\n"
-                                                       "[probes.memory]\nenabled = false\n"
-                                                       "[probes.disk]\nenabled = false\nreserve = \"1kb\"\n"
-                                                       "[probes.net]\nenabled = false\nbind_address = \"" +
-                                                       address + "\"\nports = [" + std::to_string(responder_port) +
-                                                       "]\nsecret_file = \"" + dir.path() + "/secret\"\n"),
-                  "--web.listen-address=" + address + ":0"}) {}
+  // `web_config`: a --web.config.file for the daemon (TLS, basic auth).
+  SegmentHost(const TempDir& dir, const std::string& address, int responder_port, const std::string& web_config = "")
+      : address_(address), process_(HOSTPERF_EXPORTER_BIN, Args(dir, address, responder_port, web_config)) {}
 
   // "127.0.0.2:PORT", as -h takes it.
   std::string Spec() {
@@ -84,6 +75,22 @@ class SegmentHost {
   ChildProcess& process() { return process_; }
 
  private:
+  static std::vector<std::string> Args(const TempDir& dir, const std::string& address, int responder_port,
+                                       const std::string& web_config) {
+    std::vector<std::string> args = {
+        "--config.file=" + dir.Write(address + ".toml", "state_directory = \"" + dir.path() + "/" + address + "\"\n" +
+                                                            "[api]\ntoken_file = \"" + dir.path() + "/token\"\n" +
+                                                            "[probes.cpu]\nenabled = false\n"
+                                                            "[probes.memory]\nenabled = false\n"
+                                                            "[probes.disk]\nenabled = false\nreserve = \"1kb\"\n"
+                                                            "[probes.net]\nenabled = false\nbind_address = \"" +
+                                                            address + "\"\nports = [" + std::to_string(responder_port) +
+                                                            "]\nsecret_file = \"" + dir.path() + "/secret\"\n"),
+        "--web.listen-address=" + address + ":0"};
+    if (!web_config.empty()) args.push_back("--web.config.file=" + web_config);
+    return args;
+  }
+
   std::string address_;
   ChildProcess process_;
   int port_ = 0;
@@ -200,6 +207,107 @@ TEST_F(CheckRemoteTest, DeadHostWrongTokenAndMissingTokenAreClearErrors) {
   EXPECT_THAT(no_token.err, HasSubstr("--token-file FILE or api.token_file"));
   // The daemon kept running through all of it.
   EXPECT_FALSE(sdw1.process().Wait(std::chrono::milliseconds(0)));
+}
+
+// bcrypt of "alice-pw" at cost 4 (fast under sanitizers), as in web_security_test.cc.
+constexpr const char* kAliceHash = "$2b$04$VhCFJVuKkHrePK3aIU.IQerru423cQtzfL3wT7hoymlUbXRxsZJzS";
+
+// The README's Security section followed on both daemons: mutual TLS and
+// basic auth. check reaches them with --ca-file, a client certificate and
+// basic auth (the token then in X-Hostperf-Token); each missing piece is a
+// clear, distinct error and the daemons keep serving.
+TEST_F(CheckRemoteTest, OverMutualTlsWithBasicAuthOnTwoDaemons) {
+  const TestPki pki = MakeTestPki(dir_.path());
+  ASSERT_TRUE(pki.ok) << "openssl CLI failed";
+  const std::string web = dir_.Write("web.yml",
+                                     "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                                     "  client_ca_file: ca.crt\n"
+                                     "  client_auth_type: RequireAndVerifyClientCert\n"
+                                     "basic_auth_users:\n  alice: " +
+                                         std::string(kAliceHash) + "\n");
+  const std::string password = dir_.Write("alice-password", "alice-pw\n");
+  std::filesystem::permissions(password, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const std::string wrong_password = dir_.Write("wrong-password", "not-alice-pw\n");
+  std::filesystem::permissions(wrong_password,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  SegmentHost sdw1(dir_, "127.0.0.2", port_, web);
+  SegmentHost sdw2(dir_, "127.0.0.3", port_, web);
+  const std::string a = sdw1.Spec();
+  const std::string b = sdw2.Spec();
+  ASSERT_NE(a, "127.0.0.2:0") << sdw1.process().Stderr();
+  ASSERT_NE(b, "127.0.0.3:0") << sdw2.process().Stderr();
+  const std::vector<std::string> base = {
+      "check", "-r", "s", "-h", a, "-h", b, "--stream-size", "100000", "--token-file", dir_.path() + "/token", "-D"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCommand(HOSTPERF_CLI_BIN, args, seconds(120));
+  };
+  const std::vector<std::string> client_cert = {"--cert-file", pki.client_cert.string(), "--key-file",
+                                                pki.client_key.string()};
+  const std::vector<std::string> basic = {"--basic-auth-user", "alice", "--basic-auth-password-file", password};
+
+  std::vector<std::string> all = {"--ca-file", pki.ca_cert.string()};
+  all.insert(all.end(), client_cert.begin(), client_cert.end());
+  all.insert(all.end(), basic.begin(), basic.end());
+  const auto run = with(all);
+  ASSERT_EQ(run.status, 0) << run.out << run.err << "\nsdw1:\n" << sdw1.process().Stderr();
+  for (const std::string& host : {a, b}) {
+    const auto figure = Numbers(run.out, R"(     stream bandwidth \(MB/s\): ([0-9.]+) \[)" + host + R"(\])");
+    ASSERT_EQ(figure.size(), 1u) << host << "\n" << run.out;
+    EXPECT_GT(figure[0], 0) << host;
+  }
+
+  // Plain HTTP to a TLS port: no answer that is HTTP.
+  const auto plain = with(basic);
+  EXPECT_EQ(plain.status, 1) << plain.out << plain.err;
+  EXPECT_THAT(plain.err, HasSubstr("stream test on " + a + " failed: remote_unreachable"));
+  EXPECT_THAT(plain.err, HasSubstr("(is it a TLS port?)"));
+  // The test CA is not among the system's: the server is not trusted.
+  std::vector<std::string> untrusted = {"--tls"};
+  untrusted.insert(untrusted.end(), client_cert.begin(), client_cert.end());
+  untrusted.insert(untrusted.end(), basic.begin(), basic.end());
+  const auto system_cas = with(untrusted);
+  EXPECT_EQ(system_cas.status, 1);
+  EXPECT_THAT(system_cas.err, HasSubstr("failed: remote_tls: TLS with " + a + " failed"));
+  // Without a client certificate the handshake is refused.
+  std::vector<std::string> no_cert = {"--ca-file", pki.ca_cert.string()};
+  no_cert.insert(no_cert.end(), basic.begin(), basic.end());
+  const auto refused = with(no_cert);
+  EXPECT_EQ(refused.status, 1);
+  // Under TLS 1.3 the server's refusal is an alert after the client's side of
+  // the handshake, and the server closes at once: libcurl reports the alert
+  // (remote_tls) or, when the close wins, a dead connection (remote_unreachable).
+  EXPECT_THAT(refused.err, ::testing::AnyOf(HasSubstr("stream test on " + a + " failed: remote_tls: TLS with " + a),
+                                            HasSubstr("stream test on " + a + " failed: remote_unreachable: ")));
+  EXPECT_THAT(refused.out, Not(HasSubstr("stream bandwidth (MB/s): ")));
+  // TLS right, no basic auth or the wrong password: HTTP 401 from the daemon.
+  std::vector<std::string> tls_only = {"--ca-file", pki.ca_cert.string()};
+  tls_only.insert(tls_only.end(), client_cert.begin(), client_cert.end());
+  const auto no_basic = with(tls_only);
+  EXPECT_EQ(no_basic.status, 1);
+  EXPECT_THAT(no_basic.err, HasSubstr("remote_rejected: " + a + " refused the run (HTTP 401): Unauthorized\n"));
+  std::vector<std::string> wrong = tls_only;
+  wrong.insert(wrong.end(), {"--basic-auth-user", "alice", "--basic-auth-password-file", wrong_password});
+  const auto bad_password = with(wrong);
+  EXPECT_EQ(bad_password.status, 1);
+  EXPECT_THAT(bad_password.err, HasSubstr("(HTTP 401)"));
+  // A password file others can read is refused before any request.
+  std::filesystem::permissions(wrong_password, std::filesystem::perms::group_read, std::filesystem::perm_options::add);
+  std::vector<std::string> loose = tls_only;
+  loose.insert(loose.end(), {"--basic-auth-user", "alice", "--basic-auth-password-file", wrong_password});
+  const auto readable = with(loose);
+  EXPECT_EQ(readable.status, 1);
+  EXPECT_THAT(readable.err, HasSubstr("basic auth password file"));
+  // A certificate without its key is a usage error.
+  const auto half = with({"--cert-file", pki.client_cert.string()});
+  EXPECT_EQ(half.status, 2);
+  EXPECT_THAT(half.err, HasSubstr("--cert-file and --key-file go together"));
+  // Both daemons served through all of it.
+  EXPECT_FALSE(sdw1.process().Wait(std::chrono::milliseconds(0)));
+  EXPECT_FALSE(sdw2.process().Wait(std::chrono::milliseconds(0)));
+  const auto again = with(all);
+  EXPECT_EQ(again.status, 0) << again.err;
 }
 
 }  // namespace

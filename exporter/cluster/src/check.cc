@@ -296,11 +296,13 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
   static constexpr probes::FlagSpec kFlags[] = {
-      probes::Switch("", "D"),    probes::Switch("", "vV"),     probes::Switch("help", "?").Stopping(),
-      probes::Switch("json"),     probes::Valued("duration"),   probes::Valued("api-port"),
-      probes::Valued("net-port"), probes::Valued("token-file"), probes::Valued("stream-size"),
-      probes::Valued("", "f"),    probes::Valued("", "S"),      probes::Valued("", "B"),
-      probes::Valued("", "d"),    probes::Valued("", "h"),      probes::Valued("", "r"),
+      probes::Switch("", "D"),    probes::Switch("", "vV"),          probes::Switch("help", "?").Stopping(),
+      probes::Switch("json"),     probes::Valued("duration"),        probes::Valued("api-port"),
+      probes::Valued("net-port"), probes::Valued("token-file"),      probes::Valued("stream-size"),
+      probes::Valued("", "f"),    probes::Valued("", "S"),           probes::Valued("", "B"),
+      probes::Valued("", "d"),    probes::Valued("", "h"),           probes::Valued("", "r"),
+      probes::Switch("tls"),      probes::Valued("ca-file"),         probes::Valued("cert-file"),
+      probes::Valued("key-file"), probes::Valued("basic-auth-user"), probes::Valued("basic-auth-password-file"),
   };
   auto parsed_flags = probes::ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -332,6 +334,20 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
       (flag.Is("api-port") ? options.api_port : options.net_port) = *port;
     } else if (flag.Is("token-file")) {
       options.token_file = value;
+    } else if (flag.Is("tls")) {
+      options.tls = true;
+    } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
+      if (value.empty()) return R::Error(flag.spelled + " needs a file");
+      (flag.Is("ca-file") ? options.ca_file : flag.Is("cert-file") ? options.cert_file : options.key_file) = value;
+      options.tls = true;
+    } else if (flag.Is("basic-auth-user")) {
+      if (value.empty() || value.find(':') != std::string::npos) {
+        return R::Error(flag.spelled + ": \"" + value + "\" is not a user name (non-empty, no ':')");
+      }
+      options.basic_auth_user = value;
+    } else if (flag.Is("basic-auth-password-file")) {
+      if (value.empty()) return R::Error(flag.spelled + " needs a file");
+      options.basic_auth_password_file = value;
     } else if (flag.Is("f")) {
       auto hosts = ReadHostFile(value);
       if (!hosts) return R::Error(hosts.error());
@@ -374,6 +390,12 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   }
   if (options.tests.disk && options.directories.empty() && !options.help) {
     return R::Error("the disk test (-r d) needs at least one -d DIR");
+  }
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return R::Error("--cert-file and --key-file go together (a client certificate and its key)");
+  }
+  if (options.basic_auth_user.empty() != options.basic_auth_password_file.empty()) {
+    return R::Error("--basic-auth-user and --basic-auth-password-file go together");
   }
   return options;
 }

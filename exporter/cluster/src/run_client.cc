@@ -1,10 +1,6 @@
 #include "hostperf/cluster/run_client.h"
 
-#include <civetweb.h>
-
-#include <algorithm>
-#include <array>
-#include <mutex>
+#include <cctype>
 #include <thread>
 
 #include "hostperf/base/files.h"
@@ -15,14 +11,44 @@ namespace {
 using nlohmann::json;
 using probes::ProbeOutcome;
 
-void InitCivetwebOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { mg_init_library(0); });
-}
-
 std::string Where(const std::string& host, std::uint16_t port) {
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// One exchange with the peer's run API.
+class RunApi {
+ public:
+  RunApi(const std::string& host, std::uint16_t port, const RemoteRunOptions& settings)
+      : origin_(HttpOrigin(settings.tls, host, port)), settings_(settings) {
+    // Basic auth owns Authorization; the token moves to its own header.
+    headers_.emplace_back("Accept", "application/json");
+    if (!settings.client->settings().basic_user.empty()) {
+      headers_.emplace_back("X-Hostperf-Token", settings.token);
+    } else {
+      headers_.emplace_back("Authorization", "Bearer " + settings.token);
+    }
+  }
+
+  Result<HttpReply> Call(const std::string& method, const std::string& path, std::string body = {}) const {
+    HttpRequest request;
+    request.method = method;
+    request.url = origin_ + path;
+    request.headers = headers_;
+    request.body = std::move(body);
+    request.timeout = settings_.request_timeout;
+    return settings_.client->Send(request);
+  }
+
+ private:
+  std::string origin_;
+  const RemoteRunOptions& settings_;
+  std::vector<std::pair<std::string, std::string>> headers_;
+};
+
+// A transfer failure as the outcome's reason.
+ProbeOutcome TransferFailure(const Failure& failure) {
+  return ProbeOutcome::Failure(failure.reason == "tls" ? "remote_tls" : "remote_unreachable", failure.message);
 }
 
 // The peer's {"error": "..."} text, else the body itself (shortened).
@@ -33,7 +59,9 @@ std::string ErrorText(const HttpReply& reply) {
     if (body.is_object() && body.contains("error") && body["error"].is_string()) return body["error"];
   } catch (const json::exception&) {
   }
-  return reply.body.substr(0, 200);
+  std::string text = reply.body.substr(0, 200);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
 }
 
 ProbeOutcome::Status StatusFromName(const std::string& name) {
@@ -44,57 +72,14 @@ ProbeOutcome::Status StatusFromName(const std::string& name) {
 
 }  // namespace
 
-Result<HttpReply> HttpCall(const std::string& host, std::uint16_t port, std::string_view method, std::string_view path,
-                           const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body,
-                           std::chrono::milliseconds timeout) {
-  using R = Result<HttpReply>;
-  InitCivetwebOnce();
-  std::array<char, 256> error{};
-  // CivetWeb connects non-blocking with its own bound (10 s), resolving names.
-  mg_connection* conn = mg_connect_client(host.c_str(), port, 0, error.data(), error.size());
-  if (conn == nullptr) return R::Error("cannot connect to " + Where(host, port) + ": " + error.data());
-  std::string request = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: " + Where(host, port) +
-                        "\r\nConnection: close\r\nAccept: application/json\r\n";
-  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
-  if (!body.empty() || method == "POST") {
-    request += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  }
-  request += "\r\n";
-  request += body;
-  if (mg_write(conn, request.data(), request.size()) != static_cast<int>(request.size())) {
-    mg_close_connection(conn);
-    return R::Error("cannot send the request to " + Where(host, port));
-  }
-  error.fill(0);
-  if (mg_get_response(conn, error.data(), error.size(), static_cast<int>(timeout.count())) < 0) {
-    mg_close_connection(conn);
-    return R::Error("no answer from " + Where(host, port) + " within " + std::to_string(timeout.count()) +
-                    " ms: " + error.data());
-  }
-  HttpReply reply;
-  const mg_response_info* info = mg_get_response_info(conn);
-  reply.status = info != nullptr ? info->status_code : 0;
-  std::array<char, 8192> chunk{};
-  // A run's JSON is a few KiB; refuse to buffer a runaway answer.
-  constexpr std::size_t kMaxBody = 16 * 1024 * 1024;
-  for (int n = 0; (n = mg_read(conn, chunk.data(), chunk.size())) > 0;) {
-    reply.body.append(chunk.data(), static_cast<std::size_t>(n));
-    if (reply.body.size() > kMaxBody) {
-      mg_close_connection(conn);
-      return R::Error("the answer from " + Where(host, port) + " is larger than 16 MiB");
-    }
-  }
-  mg_close_connection(conn);
-  return reply;
-}
-
 ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::string_view probe,
                          const nlohmann::json& options, const RemoteRunOptions& settings) {
   const std::string where = Where(host, port);
-  const std::vector<std::pair<std::string, std::string>> auth = {{"Authorization", "Bearer " + settings.token}};
+  if (settings.client == nullptr) return ProbeOutcome::Failure("remote_error", "no HTTP client configured");
+  const RunApi api(host, port, settings);
   const json body = {{"probes", {std::string(probe)}}, {"options", {{std::string(probe), options}}}};
-  const auto submitted = HttpCall(host, port, "POST", "/api/v1/runs", auth, body.dump(), settings.request_timeout);
-  if (!submitted) return ProbeOutcome::Failure("remote_unreachable", submitted.error());
+  const auto submitted = api.Call("POST", "/api/v1/runs", body.dump());
+  if (!submitted) return TransferFailure(submitted.failure());
   const int status = submitted->status;
   if (status == 409) {
     return ProbeOutcome::Failure("remote_busy", where + " is running another full run: " + ErrorText(*submitted));
@@ -122,18 +107,18 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
   int transport_failures = 0;
   while (true) {
     if (settings.cancel != nullptr && settings.cancel->load()) {
-      (void)HttpCall(host, port, "POST", run_path + "/cancel", auth, "", settings.request_timeout);
+      (void)api.Call("POST", run_path + "/cancel");
       return ProbeOutcome::Failure("cancelled", "cancelled; asked " + where + " to cancel run " + id);
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      (void)HttpCall(host, port, "POST", run_path + "/cancel", auth, "", settings.request_timeout);
+      (void)api.Call("POST", run_path + "/cancel");
       return ProbeOutcome::Failure("remote_timeout", "run " + id + " on " + where + " did not finish in time");
     }
     std::this_thread::sleep_for(settings.poll_interval);
-    const auto polled = HttpCall(host, port, "GET", run_path, {}, "", settings.request_timeout);
+    const auto polled = api.Call("GET", run_path);
     if (!polled) {
       // A busy peer may miss one poll; a dead one is given up after a few.
-      if (++transport_failures >= 5) return ProbeOutcome::Failure("remote_unreachable", polled.error());
+      if (++transport_failures >= 5) return TransferFailure(polled.failure());
       continue;
     }
     transport_failures = 0;

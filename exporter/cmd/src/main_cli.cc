@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "hostperf/base/files.h"
+#include "hostperf/base/http_client.h"
 #include "hostperf/cluster/check.h"
 #include "hostperf/cluster/run_client.h"
 #include "hostperf/cmd/logging.h"
@@ -40,7 +43,10 @@ constexpr const char* kCheckSummary = R"(  check [-d DIR]... [-h HOST]... [-f HO
 constexpr const char* kCheckUsage = R"(usage: hostperf check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM]
                       [-D] [-v] [-S SIZE] [-B SIZE] [--duration TIME]
                       [--stream-size N] [--api-port PORT] [--net-port PORT]
-                      [--token-file FILE] [--json]
+                      [--token-file FILE] [--tls] [--ca-file FILE]
+                      [--cert-file FILE --key-file FILE]
+                      [--basic-auth-user USER --basic-auth-password-file FILE]
+                      [--json]
 
 gpcheckperf: runs the selected tests on every host at once and prints the
 RESULT block. This host runs its tests in-process; other hosts run them
@@ -73,6 +79,16 @@ pass's wall time (vioperf's tests are hostperf io's).
   --net-port PORT   other hosts' responder port (default: this config's
                     first probes.net port)
   --token-file FILE other hosts' run API token (default: api.token_file)
+Other hosts' --web.config.file (README, "Security"):
+  --tls             https:// (implied by --ca-file and --cert-file)
+  --ca-file FILE    trust this CA for their certificates (default: the
+                    system's CAs)
+  --cert-file FILE, --key-file FILE
+                    a client certificate and its key (mutual TLS)
+  --basic-auth-user USER, --basic-auth-password-file FILE
+                    basic auth (basic_auth_users); the password is the
+                    file's first line. The token then goes in
+                    X-Hostperf-Token
   --help            this help
 On a terminal, stderr shows what runs now and for how long.
 )";
@@ -196,6 +212,28 @@ int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<
   return module.command.run(args, context);
 }
 
+// The run API's client with check's TLS and basic auth flags.
+hostperf::Result<std::unique_ptr<hostperf::HttpClient>> MakeRunApiClient(
+    const hostperf::cluster::CheckOptions& options) {
+  hostperf::HttpClientSettings settings;
+  settings.ca_file = options.ca_file;
+  settings.cert_file = options.cert_file;
+  settings.key_file = options.key_file;
+  if (!options.basic_auth_user.empty()) {
+    auto password = hostperf::ReadBoundedFile(options.basic_auth_password_file, "basic auth password file",
+                                              hostperf::kMaxSecretFileBytes, hostperf::FileAccess::kOwnerOnly);
+    if (!password) return password.failure();
+    std::string line = password->substr(0, password->find_first_of("\r\n"));
+    if (line.empty()) {
+      return hostperf::Result<std::unique_ptr<hostperf::HttpClient>>::Error(
+          "the basic auth password file " + options.basic_auth_password_file + " is empty");
+    }
+    settings.basic_user = options.basic_auth_user;
+    settings.basic_password = std::move(line);
+  }
+  return hostperf::HttpClient::Create(std::move(settings));
+}
+
 // gpcheckperf: runs the selected tests and prints the RESULT block; exit 1
 // when a test failed or could not run.
 int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
@@ -215,7 +253,16 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
   });
   hostperf::exporter::RemoteRunOptions remote;
   remote.cancel = &g_cancel;
+  std::unique_ptr<hostperf::HttpClient> client;
   if (any_remote) {
+    auto made = MakeRunApiClient(*parsed);
+    if (!made) {
+      std::fprintf(stderr, "hostperf check: %s\n", made.error().c_str());
+      return 1;
+    }
+    client = std::move(made).value();
+    remote.client = client.get();
+    remote.tls = parsed->tls;
     const std::filesystem::path token_file = !parsed->token_file.empty() ? parsed->token_file : config->api.token_file;
     if (token_file.empty()) {
       std::fputs(

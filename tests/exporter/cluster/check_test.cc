@@ -487,6 +487,26 @@ TEST(ParseCheckArgsTest, HostFileApiAndTokenOptions) {
   EXPECT_FALSE(ParseCheckArgs({"-r", "s", "-h", "a:b"}).ok());
 }
 
+TEST(ParseCheckArgsTest, TlsAndBasicAuthOptions) {
+  auto parsed = ParseCheckArgs({"-r", "s", "--ca-file", "/etc/ca.crt", "--cert-file=/c.crt", "--key-file", "/c.key",
+                                "--basic-auth-user", "alice", "--basic-auth-password-file", "/p"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_TRUE(parsed->tls);  // implied by the CA
+  EXPECT_EQ(parsed->ca_file, "/etc/ca.crt");
+  EXPECT_EQ(parsed->cert_file, "/c.crt");
+  EXPECT_EQ(parsed->key_file, "/c.key");
+  EXPECT_EQ(parsed->basic_auth_user, "alice");
+  EXPECT_EQ(parsed->basic_auth_password_file, "/p");
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s"})->tls);
+  EXPECT_TRUE(ParseCheckArgs({"-r", "s", "--tls"})->tls);
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--key-file", "/k"}).error(), HasSubstr("go together"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--basic-auth-user", "a"}).error(), HasSubstr("go together"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--basic-auth-user", "a:b", "--basic-auth-password-file", "/p"}).error(),
+              HasSubstr("not a user name"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--ca-file="}).error(), HasSubstr("needs a file"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--tls=1"}).error(), HasSubstr("--tls"));
+}
+
 TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {
   EXPECT_TRUE(IsLocalHost("localhost", "n"));
   EXPECT_TRUE(IsLocalHost("127.0.0.1", "n"));

@@ -63,6 +63,15 @@ struct CheckOptions {
   std::uint16_t api_port = kDefaultApiPort;
   std::uint16_t net_port = 0;  // 0: the net probe's configured port
   std::string token_file;      // empty: api.token_file
+  // The peers' --web.config.file: https:// (--tls, or implied by a CA or
+  // client certificate), a CA file to trust, a client certificate and key,
+  // basic auth with the password in a file (never on the command line).
+  bool tls = false;
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  std::string basic_auth_user;
+  std::string basic_auth_password_file;
 };
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args);
 

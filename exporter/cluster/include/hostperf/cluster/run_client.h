@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "hostperf/base/result.h"
+#include "hostperf/base/http_client.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::exporter {
@@ -18,18 +18,10 @@ namespace hostperf::exporter {
 // runs disk, stream and network tests on other hosts through their
 // hostperf_exporter, the way gpcheckperf runs its binaries over SSH.
 
-struct HttpReply {
-  int status = 0;
-  std::string body;
-};
-
-// One plain-HTTP request (Connection: close). Transport errors and a peer that
-// does not answer within `timeout` are errors naming host and port.
-Result<HttpReply> HttpCall(const std::string& host, std::uint16_t port, std::string_view method, std::string_view path,
-                           const std::vector<std::pair<std::string, std::string>>& headers, std::string_view body,
-                           std::chrono::milliseconds timeout);
-
 struct RemoteRunOptions {
+  // TLS and basic auth toward the peers (their --web.config.file); required.
+  const HttpClient* client = nullptr;
+  bool tls = false;   // https://
   std::string token;  // the peer's api.token_file content
   std::chrono::milliseconds poll_interval{500};
   std::chrono::milliseconds request_timeout{10000};  // per HTTP request
@@ -40,8 +32,10 @@ struct RemoteRunOptions {
 // Submits a full run of one probe to the run API at host:port, waits for it and
 // returns the probe's outcome as the peer reported it (status, reason, message,
 // result). Failures of the exchange itself are failures with a reason:
-// remote_unreachable, remote_rejected (400/401/403), remote_busy (409),
-// remote_error (unexpected answers), remote_timeout, cancelled.
+// remote_unreachable, remote_tls (handshake, certificates), remote_rejected
+// (400/401/403), remote_busy (409), remote_error (unexpected answers),
+// remote_timeout, cancelled. With basic auth the token goes in
+// X-Hostperf-Token (Authorization carries the password), else as a bearer.
 probes::ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::string_view probe,
                                  const nlohmann::json& options, const RemoteRunOptions& settings);
 

@@ -1,0 +1,284 @@
+#include "hostperf/base/http_client.h"
+
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+namespace hostperf {
+namespace {
+
+void InitCurlOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+// "host:port" of a URL (userinfo and path dropped), for messages.
+std::string Where(std::string_view url) {
+  const auto scheme = url.find("://");
+  std::string_view rest = scheme == std::string_view::npos ? url : url.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
+  return std::string(rest);
+}
+
+Result<void> Readable(const std::filesystem::path& path, const char* what) {
+  if (path.empty()) return Result<void>::Ok();
+  if (::access(path.c_str(), R_OK) != 0) {
+    return Result<void>::Error("cannot read the " + std::string(what) + " " + path.string() + ": " +
+                               std::strerror(errno));
+  }
+  if (std::filesystem::is_directory(path)) {
+    return Result<void>::Error("the " + std::string(what) + " " + path.string() + " is a directory");
+  }
+  return Result<void>::Ok();
+}
+
+// What the callbacks share with Send.
+struct Transfer {
+  const HttpRequest* request = nullptr;
+  HttpReply* reply = nullptr;
+  bool too_large = false;
+  bool aborted = false;
+};
+
+std::size_t OnBody(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const std::size_t n = size * count;
+  const std::string_view chunk(data, n);
+  if (transfer->request->on_body) {
+    if (!transfer->request->on_body(chunk)) {
+      transfer->aborted = true;
+      return 0;
+    }
+    return n;
+  }
+  if (transfer->reply->body.size() + n > transfer->request->max_body) {
+    transfer->too_large = true;
+    return 0;
+  }
+  transfer->reply->body.append(chunk);
+  return n;
+}
+
+std::size_t OnHeader(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* transfer = static_cast<Transfer*>(user);
+  const std::size_t n = size * count;
+  std::string_view line(data, n);
+  // A new response (a redirect's target, a 401 before Negotiate): its headers alone.
+  if (line.substr(0, 5) == "HTTP/") {
+    transfer->reply->headers.clear();
+    return n;
+  }
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos || transfer->reply->headers.size() >= 200) return n;
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+    value.remove_suffix(1);
+  }
+  transfer->reply->headers.emplace_back(Lower(line.substr(0, colon)), std::string(value));
+  return n;
+}
+
+bool IsTlsError(CURLcode code) {
+  switch (code) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct CurlDeleter {
+  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
+};
+struct SlistDeleter {
+  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+};
+
+}  // namespace
+
+std::string HttpReply::Header(std::string_view name) const {
+  const std::string wanted = Lower(name);
+  for (const auto& [key, value] : headers) {
+    if (key == wanted) return value;
+  }
+  return {};
+}
+
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(HttpClientSettings settings) {
+  using R = Result<std::unique_ptr<HttpClient>>;
+  if (settings.cert_file.empty() != settings.key_file.empty()) {
+    return R::Error("a client certificate needs both a certificate file and a key file");
+  }
+  for (const auto& [path, what] :
+       {std::pair{&settings.ca_file, "CA file"}, std::pair{&settings.cert_file, "client certificate file"},
+        std::pair{&settings.key_file, "client key file"}}) {
+    if (auto readable = Readable(*path, what); !readable) return R::Error(readable.error());
+  }
+  if (!settings.basic_user.empty() && settings.negotiate) {
+    return R::Error("basic auth and SPNEGO exclude each other");
+  }
+  if (settings.basic_user.find(':') != std::string::npos) {
+    return R::Error("a basic auth user name cannot contain ':'");
+  }
+  InitCurlOnce();
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(settings)));
+}
+
+Result<HttpReply> HttpClient::Send(const HttpRequest& request) const {
+  using R = Result<HttpReply>;
+  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
+  if (!curl) return R::Error("transport", "cannot start an HTTP transfer (libcurl)");
+  CURL* c = curl.get();
+  HttpReply reply;
+  Transfer transfer{&request, &reply};
+  std::array<char, CURL_ERROR_SIZE> error{};
+
+  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error.data());
+  // Threads of our own: no SIGALRM-based resolver timeouts.
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  // Cluster-internal traffic: http_proxy and friends from the environment
+  // would route it through a proxy that cannot reach the hosts.
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &transfer);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &transfer);
+  if (request.follow_redirects) {
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_POSTREDIR, static_cast<long>(CURL_REDIR_POST_ALL));
+  }
+  if (!settings_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, settings_.ca_file.c_str());
+  if (!settings_.cert_file.empty()) {
+    curl_easy_setopt(c, CURLOPT_SSLCERT, settings_.cert_file.c_str());
+    curl_easy_setopt(c, CURLOPT_SSLKEY, settings_.key_file.c_str());
+  }
+  if (!settings_.basic_user.empty()) {
+    curl_easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    curl_easy_setopt(c, CURLOPT_USERNAME, settings_.basic_user.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, settings_.basic_password.c_str());
+  } else if (settings_.negotiate) {
+    // libcurl answers a 401 Negotiate challenge with a token from the ticket
+    // cache; the empty user:password is how it is told to try.
+    curl_easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_NEGOTIATE));
+    curl_easy_setopt(c, CURLOPT_USERPWD, ":");
+  }
+
+  curl_slist* raw_headers = nullptr;
+  bool has_content_type = false;
+  for (const auto& [name, value] : request.headers) {
+    has_content_type = has_content_type || Lower(name) == "content-type";
+    raw_headers = curl_slist_append(raw_headers, (name + ": " + value).c_str());
+  }
+  const bool sends_body = !request.body.empty() || request.method == "POST" || request.method == "PUT";
+  if (sends_body && !has_content_type) {
+    raw_headers = curl_slist_append(raw_headers, "Content-Type: application/json");
+  }
+  // No 100-continue round trip before a body.
+  raw_headers = curl_slist_append(raw_headers, "Expect:");
+  std::unique_ptr<curl_slist, SlistDeleter> headers(raw_headers);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
+
+  if (request.method == "GET") {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else if (request.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else {
+    if (request.method != "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    if (sends_body) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
+    }
+  }
+
+  const CURLcode code = curl_easy_perform(c);
+  char* last_url = nullptr;
+  curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &last_url);
+  reply.url = last_url != nullptr ? last_url : request.url;
+  const std::string where = Where(reply.url);
+  const std::string detail = error[0] != '\0' ? error.data() : curl_easy_strerror(code);
+  if (code != CURLE_OK) {
+    if (transfer.too_large) {
+      return R::Error("too_large", "the answer from " + where + " is larger than " +
+                                       std::to_string(request.max_body >> 10) + " KiB");
+    }
+    if (transfer.aborted) return R::Error("aborted", "the transfer from " + where + " was stopped");
+    if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT) {
+      return R::Error("unreachable", "cannot connect to " + where + ": " + detail);
+    }
+    if (code == CURLE_OPERATION_TIMEDOUT) {
+      return R::Error("timeout", "no answer from " + where + " within " + std::to_string(request.timeout.count()) +
+                                     " ms: " + detail);
+    }
+    const bool https = reply.url.rfind("https://", 0) == 0;
+    // Under TLS 1.3 a refused client certificate arrives as an alert on the
+    // first read, after the handshake looked done.
+    const bool tls_alert =
+        https && (code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR) && detail.find("SSL") != std::string::npos;
+    if (IsTlsError(code) || tls_alert) return R::Error("tls", "TLS with " + where + " failed: " + detail);
+    if (code == CURLE_GOT_NOTHING && !https) {
+      return R::Error("transport", request.method + " " + where + " failed: " + detail + " (is it a TLS port?)");
+    }
+    return R::Error("transport", request.method + " " + where + " failed: " + detail);
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  reply.status = static_cast<int>(status);
+  return reply;
+}
+
+std::string HttpOrigin(bool tls, const std::string& host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return std::string(tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string UrlEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (const unsigned char c : text) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace hostperf
