@@ -504,8 +504,9 @@ class Loader {
             }};
   }
 
-  Field StringList(std::string_view name, std::vector<std::string>* out) {
-    return {std::string(name), [this, out](const toml::node& node, const std::string& path) {
+  Field StringList(std::string_view name, std::vector<std::string>* out,
+                   std::function<std::string(const std::string&)> check = nullptr) {
+    return {std::string(name), [this, out, check = std::move(check)](const toml::node& node, const std::string& path) {
               const toml::array* array = node.as_array();
               if (array == nullptr) return WrongType(node, path, "an array of strings");
               std::vector<std::string> values;
@@ -516,6 +517,11 @@ class Loader {
                 if (value->get().empty()) return Invalid(element, Indexed(path, i), "must not be empty");
                 if (value->get().find('\0') != std::string::npos) {
                   return Invalid(element, Indexed(path, i), kNulInString);
+                }
+                if (check) {
+                  if (const std::string refused = check(value->get()); !refused.empty()) {
+                    return Invalid(element, Indexed(path, i), refused);
+                  }
                 }
                 values.push_back(value->get());
               }
@@ -694,8 +700,9 @@ void Schema::Duration(std::string_view key, config::Duration* out, LowerBound bo
   fields_.push_back(loader_.DurationField(key, out, bound));
 }
 void Schema::Size(std::string_view key, std::uint64_t* out) { fields_.push_back(loader_.Size(key, out)); }
-void Schema::StringList(std::string_view key, std::vector<std::string>* out) {
-  fields_.push_back(loader_.StringList(key, out));
+void Schema::StringList(std::string_view key, std::vector<std::string>* out,
+                        std::function<std::string(const std::string& value)> check) {
+  fields_.push_back(loader_.StringList(key, out, std::move(check)));
 }
 void Schema::PortList(std::string_view key, std::vector<std::uint16_t>* out) {
   fields_.push_back(loader_.PortList(key, out));

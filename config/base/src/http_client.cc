@@ -47,6 +47,7 @@ Result<void> Readable(const std::filesystem::path& path, const char* what) {
 
 // What the callbacks share with Send.
 struct Transfer {
+  CURL* curl = nullptr;
   const HttpRequest* request = nullptr;
   HttpReply* reply = nullptr;
   bool too_large = false;
@@ -57,7 +58,9 @@ std::size_t OnBody(char* data, std::size_t size, std::size_t count, void* user) 
   auto* transfer = static_cast<Transfer*>(user);
   const std::size_t n = size * count;
   const std::string_view chunk(data, n);
-  if (transfer->request->on_body) {
+  long status = 0;
+  if (transfer->request->on_body) curl_easy_getinfo(transfer->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (transfer->request->on_body && status >= 200 && status < 300) {
     if (!transfer->request->on_body(chunk)) {
       transfer->aborted = true;
       return 0;
@@ -157,7 +160,7 @@ Result<HttpReply> HttpClient::Send(const HttpRequest& request) const {
   if (!curl) return R::Error("transport", "cannot start an HTTP transfer (libcurl)");
   CURL* c = curl.get();
   HttpReply reply;
-  Transfer transfer{&request, &reply};
+  Transfer transfer{c, &request, &reply};
   std::array<char, CURL_ERROR_SIZE> error{};
 
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
@@ -171,6 +174,10 @@ Result<HttpReply> HttpClient::Send(const HttpRequest& request) const {
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  if (request.stall_timeout.count() > 0) {
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(request.stall_timeout.count()));
+  }
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &transfer);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);

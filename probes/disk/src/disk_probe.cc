@@ -22,6 +22,7 @@
 
 #include "hostperf/config/units.h"
 #include "hostperf/probes/disk/block.h"
+#include "hostperf/probes/disk/hdfs.h"
 #include "hostperf/probes/disk/module.h"
 #include "hostperf/probes/disk/options.h"
 #include "hostperf/probes/disk/scratch.h"
@@ -39,6 +40,9 @@ using Seconds = std::chrono::duration<double>;
 constexpr double kMB = 1024.0 * 1024.0;  // vioperf's MB: buffer sizes are powers of 1024
 constexpr auto kInstantWindow = std::chrono::seconds(1);
 constexpr auto kMinFinalRowGap = std::chrono::milliseconds(100);
+// vioperf reads HDFS, it does not write it; its files must hold 10 MB.
+constexpr std::array<DiskTest, 2> kHdfsTests = {DiskTest::kRead, DiskTest::kSkipRead};
+constexpr std::uint64_t kHdfsMinFileSize = 10ULL << 20;
 
 // Everything a run uses, resolved from the config and the full-run options.
 struct Plan {
@@ -55,6 +59,7 @@ struct Plan {
   bool crc = true;
   bool preserve_files = false;
   bool verbose = false;  // --debug
+  std::string hdfs_ca_file;
   // The configuration generation the run started under (see Publish).
   std::uint64_t generation = 0;
   Clock::duration duration{0};
@@ -423,6 +428,7 @@ class DiskProbe final : public Probe {
     plan.crc = !options.disable_crc.value_or(config.disable_crc);
     plan.preserve_files = options.preserve_files;
     plan.verbose = options.debug;
+    plan.hdfs_ca_file = options.hdfs_ca_file;
     // Scheduled: Write and ReWrite together write bytes_per_run.
     plan.data_size = plan.full ? options.data_size : std::max<std::uint64_t>(config.bytes_per_run / 2, 1);
     plan.reserve = config.reserve;
@@ -454,10 +460,14 @@ class DiskProbe final : public Probe {
     std::optional<Failure> failure;
     std::optional<Failure> skip;
     std::size_t ran = 0;
-    TimeShare share{end, kAllTests.size() * plan.directories.size()};
+    std::size_t tests_total = 0;
+    for (const auto& path : plan.directories)
+      tests_total += hdfs::IsHdfsUrl(path) ? kHdfsTests.size() : kAllTests.size();
+    TimeShare share{end, tests_total};
     for (const auto& path : plan.directories) {
       json dir_json = {{"directory", path}};
-      const auto outcome = RunDirectory(ctx, plan, path, cores, share, dir_json, result);
+      const auto outcome = hdfs::IsHdfsUrl(path) ? RunHdfsDirectory(ctx, plan, path, cores, share, dir_json, result)
+                                                 : RunDirectory(ctx, plan, path, cores, share, dir_json, result);
       RecordDirectory(plan, path, outcome);
       if (outcome.failure) {
         dir_json["error"] = {{"reason", outcome.failure->reason}, {"message", outcome.failure->message}};
@@ -512,6 +522,13 @@ class DiskProbe final : public Probe {
     total -= total % block;
     const std::uint64_t blocks = total / block;
     const std::size_t count = plan.directories.size();
+    for (const auto& path : plan.directories) {
+      if (hdfs::IsHdfsUrl(path)) {
+        return fail({"bad_options", "\"" + path +
+                                        "\": gpcheckperf's disk test writes; HDFS directories are read by "
+                                        "vioperf's tests only (hostperf io)"});
+      }
+    }
     if (blocks < count) {
       return fail({"bad_options",
                    fmt::format("data_size {} is less than one {}-byte block per directory ({})", total, block, count)});
@@ -736,7 +753,7 @@ class DiskProbe final : public Probe {
     if (!created.ok()) return Failed(created.failure());
     Workload& workload = **created;
     std::uint64_t verify_errors = 0;
-    const auto tested = RunTests(ctx, plan, path, cores, share, workload, dir_json, result, verify_errors);
+    const auto tested = RunTests(ctx, plan, path, cores, share, kAllTests, workload, dir_json, result, verify_errors);
     if (plan.preserve_files && tested.ok()) dir_json["preserved_files"] = workload.Preserve();
     if (!tested.ok()) return Failed(tested.failure());
     if (verify_errors > 0) {
@@ -744,6 +761,67 @@ class DiskProbe final : public Probe {
                                                  path, workload.FirstVerifyError())});
     }
     if (ctx.ShouldStop()) return Failed(Stopped(ctx, " in \"" + path + "\""));
+    return {};
+  }
+
+  // vioperf's HDFS test of one directory URL: Read and SkipRead over its
+  // files of 10 MB or more, one file per thread at least, through WebHDFS.
+  // Nothing is written, so neither room nor the byte budget is checked.
+  DirectoryOutcome RunHdfsDirectory(const RunContext& ctx, const Plan& plan, const std::string& url, int cores,
+                                    TimeShare& share, json& dir_json, json& result) {
+    if (!plan.full) {
+      return Failed({"bad_options", "\"" + url + "\": HDFS directories are read by full runs only"});
+    }
+    auto env = hdfs::HdfsEnvironment::FromProcess();
+    env.ca_file = plan.hdfs_ca_file;
+    auto conf = hdfs::LoadHadoopConf(env.conf_dir);
+    if (!conf) return Failed({"bad_options", conf.error()});
+    auto target = hdfs::ResolveHdfsUrl(url, *conf);
+    if (!target) return Failed({"bad_options", target.error()});
+    auto created = hdfs::WebHdfsClient::Create(*target, env);
+    if (!created) return Failed({"bad_options", created.error()});
+    const hdfs::WebHdfsClient& client = **created;
+    const auto status = client.GetFileStatus(target->path);
+    if (!status) return Failed(status.failure());
+    if (!status->directory) {
+      return Failed({"bad_directory", "\"" + url + "\" is a file: vioperf reads a directory of files"});
+    }
+    auto listed = client.ListStatus(target->path);
+    if (!listed) return Failed(listed.failure());
+    std::vector<hdfs::FileStatus> files;
+    std::size_t small = 0;
+    std::uint64_t file_bytes = 0;
+    for (auto& entry : *listed) {
+      if (entry.directory) continue;
+      if (entry.length < kHdfsMinFileSize) {
+        ++small;
+        continue;
+      }
+      file_bytes += entry.length;
+      files.push_back(std::move(entry));
+    }
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    if (files.size() < plan.threads) {
+      return Failed({"bad_directory",
+                     fmt::format("\"{}\" holds {} file(s) of 10 MB or more{}; vioperf reads one file per thread, so "
+                                 "{} threads need {} such files (add files or lower --thread-count)",
+                                 url, files.size(), small > 0 ? fmt::format(" ({} smaller ignored)", small) : "",
+                                 plan.threads, plan.threads)});
+    }
+    dir_json.update({{"hdfs", true},
+                     {"namenode", client.ActiveNameNode()},
+                     {"buffer_size", plan.max_buffer_size},
+                     {"files", files.size()},
+                     {"file_bytes", file_bytes},
+                     {"small_files_ignored", small},
+                     {"user", target->kerberos ? "" : env.user_name}});
+    if (!target->nameservice.empty()) dir_json["nameservice"] = target->nameservice;
+    if (ctx.on_report) ctx.on_report(Tagged("directory", dir_json));
+    hdfs::HdfsReadWorkload workload(client, std::move(files), plan.threads, plan.max_buffer_size);
+    std::uint64_t verify_errors = 0;
+    const auto tested = RunTests(ctx, plan, url, cores, share, kHdfsTests, workload, dir_json, result, verify_errors);
+    if (!tested.ok()) return Failed(tested.failure());
+    if (ctx.ShouldStop()) return Failed(Stopped(ctx, " in \"" + url + "\""));
     return {};
   }
 
@@ -798,16 +876,19 @@ class DiskProbe final : public Probe {
     return {};
   }
 
-  // Runs the four tests in order, one table row per log interval (full runs)
-  // and one at the end of each; stops at the first I/O error. Writes the
-  // per-test summaries and the verify error count into `dir_json`.
+  // Runs `tests` in order on `workload` (a Workload or an HdfsReadWorkload),
+  // one table row per log interval (full runs) and one at the end of each;
+  // stops at the first I/O error. Writes the per-test summaries and the
+  // verify error count into `dir_json`.
+  template <typename AnyWorkload, std::size_t N>
   Result<void> RunTests(const RunContext& ctx, const Plan& plan, const std::string& path, int cores, TimeShare& share,
-                        Workload& workload, json& dir_json, json& result, std::uint64_t& verify_errors) {
+                        const std::array<DiskTest, N>& tests_to_run, AnyWorkload& workload, json& dir_json,
+                        json& result, std::uint64_t& verify_errors) {
     const prometheus::Labels dir_label = {{"directory", path}};
     std::atomic<bool> stop{false};
     Result<void> io;
     json tests = json::array();
-    for (const DiskTest test : kAllTests) {
+    for (const DiskTest test : tests_to_run) {
       const auto now = Clock::now();
       const auto slice_end = share.NextSliceEnd(plan.full, now);
       TestCounters counters;

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/hdfs.h"
 #include "hostperf/probes/disk/options.h"
 #include "hostperf/probes/host_facts.h"
 
@@ -17,7 +18,14 @@ namespace {
 using namespace std::chrono_literals;
 
 void DeclareKeys(config::Schema& schema, DiskProbeConfig& disk) {
-  schema.StringList("directories", &disk.directories);
+  schema.StringList("directories", &disk.directories, [](const std::string& directory) -> std::string {
+    // Every host reading a shared cluster every few minutes is a load on it,
+    // not a measurement of this host.
+    if (hdfs::IsHdfsUrl(directory)) {
+      return "HDFS is read by full runs only (hostperf io, the run API's \"directories\" option)";
+    }
+    return "";
+  });
   // toml++ reads a table's keys in order, and "directories" sorts before
   // "directory_roles": the directories are known when the roles are checked.
   schema.NameTable(
@@ -118,7 +126,8 @@ const ProbeModule kModule = {
                 "                      CRC32C-verified (hostperf io --help for the options)\n",
                 &Command},
     .failure_reasons = {"no_space", "io_error", "permission_denied", "direct_io_unsupported", "bad_directory",
-                        "verify_error", "bad_options", "out_of_memory"},
+                        "verify_error", "bad_options", "out_of_memory", "hdfs_unreachable", "hdfs_standby", "hdfs_auth",
+                        "hdfs_error"},
     .skip_reasons = {"no_space", "budget_exhausted"},
 };
 

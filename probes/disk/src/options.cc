@@ -59,7 +59,8 @@ Result<std::uint64_t> Count(const json& value, std::string_view key, std::uint64
 const char* const kIoUsage = R"(usage: hostperf io [--help] [--duration=I] [--log-interval=I] [--log-file=F]
                    [--condense-log] [--thread-count=N] [--max-buffer-size=S]
                    [--preserve-files] [--disable-crc] [--disable-direct-io] [--debug]
-                   [--data-size=S] [--files-per-thread=N] [--json] [DIR...]
+                   [--data-size=S] [--files-per-thread=N] [--hdfs-ca-file=F]
+                   [--json] [DIR...]
 
 vioperf: sequential Write, ReWrite, Read and SkipRead in each DIR (default:
 the current directory), every block verified with CRC32C.
@@ -78,6 +79,19 @@ the current directory), every block verified with CRC32C.
   --debug              verbose messages: every file, test and bad block
   --data-size=S        bytes of files per directory (4.5gb, like vioperf)
   --files-per-thread=N files each thread writes (1)
+  --hdfs-ca-file=F     HTTPS to HDFS (swebhdfs, dfs.http.policy HTTPS_ONLY):
+                       trust the CAs in F instead of the system's
+
+HDFS: a DIR of hdfs://namenode:port/dir, hdfs://nameservice/dir or
+hdfs:///dir (the cluster of fs.defaultFS) runs Read and SkipRead only, over
+the directory's files of 10 MB or more, one file per thread at least (10 GB
+files are best), through WebHDFS. HADOOP_CONF_DIR names the directory of
+core-site.xml and hdfs-site.xml (NameNode web addresses, HA name services,
+dfs.http.policy, hadoop.security.authentication); HADOOP_USER_NAME the user
+(simple auth). On a Kerberized cluster the Kerberos ticket cache is used
+(kinit as that principal first). webhdfs://host:port/dir and
+swebhdfs://host:port/dir name the NameNode's web port directly.
+--preserve-files and --disable-crc do not apply to HDFS.
 Intervals: 60s, 60sec, 10min, 1hrs ...; sizes: 512b, 64k, 1mb, 1gigabyte.
 )";
 
@@ -132,6 +146,9 @@ Result<FullRunOptions> ParseFullRunOptions(const json& options, std::optional<st
       if (key == "disable_crc") out.disable_crc = flag;
       if (key == "disable_direct_io") out.disable_direct_io = flag;
       if (key == "debug") out.debug = flag;
+    } else if (key == "hdfs_ca_file") {
+      if (!value.is_string() || value.get<std::string>().empty()) return R::Error("hdfs_ca_file: expected a path");
+      out.hdfs_ca_file = value.get<std::string>();
     } else if (key == "directories") {
       if (!value.is_array()) return R::Error("directories: expected an array of strings");
       for (const auto& dir : value) {
@@ -169,6 +186,7 @@ Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
       Switch("disable-direct-io"),
       Switch("debug"),
       Valued("log-file", "", "a file name"),
+      Valued("hdfs-ca-file", "", "a file name"),
       Switch("condense-log"),
       Switch("json"),
   };

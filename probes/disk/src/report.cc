@@ -46,6 +46,11 @@ std::string FormatVioperfBanner(int physical_cores) {
 }
 
 std::string FormatDirectoryLine(const json& directory) {
+  if (directory.value("hdfs", false)) {
+    return fmt::format("Reading HDFS directory \"{}\" through WebHDFS at {} ({} files, {:.0f} MB, buffer size={})\n",
+                       directory.value("directory", ""), directory.value("namenode", ""), directory.value("files", 0),
+                       directory.value("file_bytes", 0.0) / (1024.0 * 1024.0), directory.value("buffer_size", 0));
+  }
   const bool direct = directory.value("direct_io", false);
   return fmt::format("Using {} (buffer size={}, alignment={}) for directory \"{}\"\n",
                      direct ? "direct io" : "buffered io", directory.value("buffer_size", 0),

@@ -217,19 +217,18 @@ Result<std::unique_ptr<Workload>> Workload::Create(const TestDirectory& dir, con
   return workload;
 }
 
-Result<void> Workload::Run(DiskTest test, Clock::time_point until, const std::atomic<bool>& stop,
-                           TestCounters& counters, OpLatencies& latencies, const std::function<void()>& tick) {
-  std::vector<Result<void>> results(options_.threads);
-  std::vector<OpLatencies> local(options_.threads);
-  std::atomic<std::size_t> running{options_.threads};
+Result<void> RunWorkers(std::size_t threads, const std::atomic<bool>& stop, const std::function<void()>& tick,
+                        const std::function<Result<void>(std::size_t, const std::atomic<bool>&)>& worker) {
+  std::vector<Result<void>> results(threads);
+  std::atomic<std::size_t> running{threads};
   std::atomic<bool> abort{stop.load()};
   // Any thread's error or the caller's stop ends every thread's work.
-  std::vector<std::thread> threads;
-  threads.reserve(options_.threads);
-  for (std::size_t t = 0; t < options_.threads; ++t) {
-    threads.emplace_back([&, t] {
+  std::vector<std::thread> workers;
+  workers.reserve(threads);
+  for (std::size_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
       const ProbeCpuScope charged;  // probe work: charged to the CPU budget
-      results[t] = Worker(t, test, until, abort, counters, local[t]);
+      results[t] = worker(t, abort);
       if (!results[t].ok()) abort.store(true);
       running.fetch_sub(1);
     });
@@ -239,17 +238,26 @@ Result<void> Workload::Run(DiskTest test, Clock::time_point until, const std::at
     if (stop.load()) abort.store(true);
     if (tick) tick();
   }
-  for (auto& thread : threads) thread.join();
+  for (auto& thread : workers) thread.join();
+  for (auto& result : results) {
+    if (!result.ok()) return result;
+  }
+  return {};
+}
+
+Result<void> Workload::Run(DiskTest test, Clock::time_point until, const std::atomic<bool>& stop,
+                           TestCounters& counters, OpLatencies& latencies, const std::function<void()>& tick) {
+  std::vector<OpLatencies> local(options_.threads);
+  auto result = RunWorkers(options_.threads, stop, tick, [&](std::size_t t, const std::atomic<bool>& abort) {
+    return Worker(t, test, until, abort, counters, local[t]);
+  });
   spdlog::log(DetailLevel(options_.verbose), "disk: {} in {}: {} bytes read, {} written, {} ops, {} bad block(s)",
               TestName(test), dir_.path(), counters.bytes_read.load(), counters.bytes_written.load(),
               counters.ops.load(), counters.verify_errors.load());
   for (const auto& per_thread : local) {
     for (std::size_t op = 0; op < kOpCount; ++op) latencies[op].Merge(per_thread[op]);
   }
-  for (auto& result : results) {
-    if (!result.ok()) return result;
-  }
-  return {};
+  return result;
 }
 
 // What one worker thread's test loop works with.

@@ -47,8 +47,9 @@ class Schema {
   void Duration(std::string_view key, config::Duration* out, LowerBound bound);
   // A size string in units.h's grammar, or an integer of bytes; at least 1.
   void Size(std::string_view key, std::uint64_t* out);
-  // Non-empty strings.
-  void StringList(std::string_view key, std::vector<std::string>* out);
+  // Non-empty strings; `check`, when set, refuses an element by returning why (else "").
+  void StringList(std::string_view key, std::vector<std::string>* out,
+                  std::function<std::string(const std::string& value)> check = nullptr);
   // Port numbers 1..65535, at least one, no duplicates.
   void PortList(std::string_view key, std::vector<std::uint16_t>* out);
   // A table of non-empty names to durations above `bound`, e.g.

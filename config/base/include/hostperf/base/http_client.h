@@ -39,9 +39,13 @@ struct HttpRequest {
   std::chrono::milliseconds timeout{10000};  // the whole transfer
   bool follow_redirects = false;             // at most 5, keeping the method
   std::size_t max_body = 16 * 1024 * 1024;   // a larger answer is an error (reason too_large)
-  // Set: the body is handed over as it arrives instead of kept in the reply;
+  // Set: a 2xx answer's body is handed over as it arrives instead of kept in
+  // the reply (other answers' bodies, error documents, are kept as usual);
   // returning false stops the transfer (reason aborted).
   std::function<bool(std::string_view)> on_body;
+  // Set: a transfer that receives nothing for this long fails (reason
+  // timeout) even within `timeout`: long streamed reads.
+  std::chrono::seconds stall_timeout{0};
 };
 
 struct HttpReply {

@@ -37,7 +37,8 @@ inline constexpr std::uint64_t kGpcheckperfDefaultBlockSize = 32 << 10;  // gpch
 // as JSON keys: method ("vioperf" or "gpcheckperf"), duration, log_interval
 // (vioperf intervals), thread_count, max_buffer_size, data_size (vioperf sizes
 // or integers), files_per_thread, preserve_files, disable_crc,
-// disable_direct_io, debug (booleans), directories (strings). Absent keys take
+// disable_direct_io, debug (booleans), directories (strings; hdfs:// URLs for
+// vioperf's HDFS read test), hdfs_ca_file (a path). Absent keys take
 // the defaults below / the config.
 struct FullRunOptions : ProbeOptions {
   FullRunMethod method = FullRunMethod::kVioperf;
@@ -54,7 +55,8 @@ struct FullRunOptions : ProbeOptions {
   std::optional<bool> disable_crc;
   std::optional<bool> disable_direct_io;
   bool debug = false;
-  std::vector<std::string> directories;  // empty: the configured ones
+  std::vector<std::string> directories;  // empty: the configured ones; hdfs:// URLs are read over WebHDFS
+  std::string hdfs_ca_file;              // HTTPS to the HDFS cluster: trust these CAs instead of the system's
 };
 
 // Parses a JSON options object (unknown keys, wrong types and bad values

@@ -119,6 +119,13 @@ class Workload {
   std::string first_verify_error_;
 };
 
+// Runs worker(t, abort) on `threads` threads of their own (probe work,
+// charged to the CPU budget) and `tick` on the calling thread about every
+// 100 ms until all have returned. `abort` is set for every worker once one
+// fails or `stop` is set. Returns the first failure (by thread order).
+Result<void> RunWorkers(std::size_t threads, const std::atomic<bool>& stop, const std::function<void()>& tick,
+                        const std::function<Result<void>(std::size_t, const std::atomic<bool>&)>& worker);
+
 // Puts the calling thread in the IDLE I/O scheduling class; false when the
 // kernel refuses (e.g. seccomp), which only costs impact, not correctness.
 bool SetIdleIoPriority();
