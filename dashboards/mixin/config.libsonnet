@@ -30,6 +30,9 @@
     diskTests: 'Write|Read',  // vioperf's thresholds: ReWrite and SkipRead do not count
     diskLatencyRegressionFactor: 2,
     diskLatencyFloorSeconds: 0.001,
+    // A member of the array behind a directory whose time per operation is
+    // this many times its siblings' median (the probe's member_slow_ratio).
+    diskMemberSlowRatio: 2,
     rttMaxSeconds: 1e-3,  // vnetperf: maximum recommended median RTT
     rttIdealSeconds: 200e-6,  // vnetperf: ideal
     clockSkewMaxSeconds: 1,  // vnetperf

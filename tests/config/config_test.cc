@@ -368,6 +368,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.disk.disable_direct_io",
       "probes.disk.disable_crc",
       "probes.disk.reserve",
+      "probes.disk.member_slow_ratio",
       "probes.net.enabled",
       "probes.net.interval",
       "probes.net.timeout",

@@ -196,6 +196,14 @@ def wait_for_probes(url, deadline):
     return wait_for("every probe to succeed (cpu, memory, disk, net incl. TCP and UDP bursts)", ready, deadline)
 
 
+# Families the dashboards use that this test's host cannot serve, and why:
+# they are still checked against docs/metrics.md.
+ABSENT_HERE = {
+    "hostperf_disk_member_service_ratio": "arrays of two or more devices only; the test's directory is on one disk",
+    "hostperf_disk_member_seconds_per_op": "needs 8 device operations in a run; the test's runs write 4 MB",
+}
+
+
 def check_metric_names(exposition):
     families = lib.exposition_families(exposition)
     documented = set(re.findall(r"`((?:hostperf|process)_[a-z0-9_]+)`",
@@ -213,6 +221,8 @@ def check_metric_names(exposition):
         if name in allowed:
             continue
         family = lib.resolve(name, families)
+        if family is None and name in ABSENT_HERE:
+            family = name
         if family is None:
             errors.append(f"{name} ({where}) is not served by the daemon")
         elif family and family not in documented:
@@ -275,7 +285,10 @@ def query(base, expr):
 
 def check_dashboard_queries(base, deadline):
     queries = lib.dashboard_queries()
-    pending = set(queries)
+    # Panels of families this host cannot serve (ABSENT_HERE) are left out.
+    pending = {item for item in queries
+               if not any(name in ABSENT_HERE for name in lib.metric_names(lib.expand(item[2])))}
+    pending_at_start = set(pending)
 
     def all_have_data():
         for item in sorted(pending):
@@ -287,7 +300,8 @@ def check_dashboard_queries(base, deadline):
         wait_for("every dashboard query to return data", all_have_data, deadline, 2)
     except Failure as e:
         raise Failure(str(e) + ":\n  " + "\n  ".join(f"{u} / {t}: {x}" for u, t, x in sorted(pending)))
-    print(f"ok: all {len(queries)} dashboard queries return data")
+    print(f"ok: all {len(queries)} dashboard queries return data, but for {len(queries) - len(pending_at_start)} "
+          f"of families this host cannot serve ({', '.join(sorted(ABSENT_HERE))})")
 
 
 def exporters_up_query():

@@ -139,11 +139,14 @@ TEST_F(DiskProbeTest, FullRunReportsRowsEveryLogIntervalAndSharesTheDuration) {
   }
   EXPECT_EQ(tests, (std::set<std::string>{"Write", "ReWrite", "Read", "SkipRead"}));
   EXPECT_EQ(rows.back()["counter_name"], "seeks/s");
-  // Reports: the directory line first, then every row.
+  // Reports: the directory line first, then every row, then (where the
+  // directory is on a block device) its members.
   ASSERT_FALSE(reports_.empty());
   EXPECT_EQ(reports_.front()["kind"], "directory");
   EXPECT_EQ(reports_.front()["buffer_size"], 16384);
-  EXPECT_EQ(reports_.size(), rows.size() + 1);
+  const bool members = reports_.back()["kind"] == "members";
+  EXPECT_EQ(members, outcome.result["directories"][0].contains("array"));
+  EXPECT_EQ(reports_.size(), rows.size() + 1 + (members ? 1 : 0));
   EXPECT_EQ(CountEntries(data_.path()), 0u);
 }
 

@@ -43,6 +43,16 @@ local p = import '../lib/promql.libsonnet';
           p.hostLabels(c, 'increase(%s[%s]) > 0' % [m('hostperf_disk_verify_errors_total'), c.errorWindow]),
           'critical', 'Disk returned corrupt data on {{ $labels.instance }}',
           'Blocks read back from {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) in the last %s had a wrong CRC32C, file, offset or generation (hostperf_disk_verify_errors_total rose): the storage returned data it was not given.' % p.words(c.errorWindow)),
+        // Attribution inside the host: one member of the array behind a
+        // directory serves its I/O much slower than the others (the field
+        // report's "one disk in the array starts to under perform but
+        // doesn't fail out"), from the kernel's per-device counters around
+        // the probe's own runs. One alert per member and direction.
+        a('HostperfDiskMemberSlow',
+          p.hostLabels(c, '%s > %g' % [m('hostperf_disk_member_service_ratio'), c.diskMemberSlowRatio]),
+          'warning', 'One disk of the array behind {{ $labels.directory }} is slow on {{ $labels.instance }}',
+          'Array behind {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}): member {{ $labels.device }} serves {{ $labels.op }}s {{ $value | printf "%%.1f" }}× slower than its {{ with printf "hostperf_disk_members{instance=%%q,directory=%%q} - 1" $labels.instance $labels.directory | query }}{{ . | first | value | printf "%%.0f" }}{{ end }} siblings (the median of their time per operation during the probe\'s runs), above %g for %s. hostperf_disk_member_info names its physical disks, model and serial.' % [c.diskMemberSlowRatio, p.words(c.forMedium)],
+          c.forMedium),
         // p99 of latencyWindow above twice its baseline, and above 1 ms.
         a('HostperfDiskLatencyRegression',
           p.hostLabels(c, |||

@@ -40,6 +40,7 @@
     diskMinBytesPerCore: $.diskPerCoreMinimumBytes,
     diskRecommendedBytesPerCore: $.diskPerCoreRecommendedBytes,
     diskFleetRatio: $.fleetRatio,
+    diskMemberSlowRatio: $.diskMemberSlowRatio,
     rttIdealSeconds: $.rttIdealSeconds,
     rttMaxSeconds: $.rttMaxSeconds,
     clockOffsetSeconds: $.clockSkewMaxSeconds,

@@ -39,6 +39,18 @@ function(config)
                  [g.target('hostperf_disk_directory_success{%s}' % SEL, '{{instance}} {{directory}} success'),
                   g.target('increase(hostperf_disk_directory_failures_total{%s}[1h])' % SEL,
                            '{{instance}} {{directory}} {{reason}}', 'B')], 'none', min=0),
+    g.row('Members of the array behind each directory'),
+    g.timeseries('Member time per operation',
+                 'Each block device of the array behind a directory (btrfs devices, md slaves): the time it '
+                 + 'spent per read and per write during the probe\'s runs, from the kernel\'s counters. One disk '
+                 + 'that under-performs without failing stands out here.',
+                 [g.target('hostperf_disk_member_seconds_per_op{%s}' % SEL, '{{instance}} {{directory}} {{device}} {{op}}')],
+                 's', min=0),
+    g.timeseries('Member vs its siblings',
+                 'A member\'s time per operation over the median of the other members of the same array. '
+                 + 'Alert above 2 for 15 minutes.',
+                 [g.target('hostperf_disk_member_service_ratio{%s}' % SEL, '{{instance}} {{directory}} {{device}} {{op}}')],
+                 'none', g.steps(c.green, [[t.diskMemberSlowRatio, c.red]]), min=0),
     g.row('Latency and integrity'),
     g.timeseries('Op latency p99 vs weekly baseline', 'p99 over the last hour per operation, and its median of '
                                                       + 'the last week. Alert: p99 above twice the baseline and above 1 ms for an hour.',

@@ -23,6 +23,7 @@
 #include "hostperf/config/units.h"
 #include "hostperf/probes/disk/block.h"
 #include "hostperf/probes/disk/hdfs.h"
+#include "hostperf/probes/disk/members.h"
 #include "hostperf/probes/disk/module.h"
 #include "hostperf/probes/disk/options.h"
 #include "hostperf/probes/disk/scratch.h"
@@ -60,6 +61,7 @@ struct Plan {
   bool preserve_files = false;
   bool verbose = false;  // --debug
   std::string hdfs_ca_file;
+  double member_slow_ratio = 2.0;
   // The configuration generation the run started under (see Publish).
   std::uint64_t generation = 0;
   Clock::duration duration{0};
@@ -272,7 +274,33 @@ class DiskProbe final : public Probe {
                                 .Name("hostperf_disk_directory_failures_total")
                                 .Help("Failed runs of the directory, by reason (every failing directory of a run "
                                       "counts, not only the first).")
-                                .Register(registry_)) {}
+                                .Register(registry_)),
+        members_(prometheus::BuildGauge()
+                     .Name("hostperf_disk_members")
+                     .Help("Block devices in the array behind the directory (a multi-device btrfs, or the first "
+                           "level of its stack with two or more devices, e.g. md's slaves); 1 for a single device.")
+                     .Register(registry_)),
+        member_info_(prometheus::BuildGauge()
+                         .Name("hostperf_disk_member_info")
+                         .Help("Always 1 for each member device behind the directory: the physical disks below it "
+                               "(leaves), their model and serial where sysfs shows them.")
+                         .Register(registry_)),
+        member_seconds_per_op_(prometheus::BuildGauge()
+                                   .Name("hostperf_disk_member_seconds_per_op")
+                                   .Help("Time the member device spent per read or write during the probe's last run "
+                                         "of the directory (its /sys/block stat counters around the run; at least 8 "
+                                         "operations).")
+                                   .Register(registry_)),
+        member_ratio_(prometheus::BuildGauge()
+                          .Name("hostperf_disk_member_service_ratio")
+                          .Help("The member's time per read or write over the median of its siblings' in the same "
+                                "array, during the probe's last run (arrays of two or more members only).")
+                          .Register(registry_)),
+        member_bytes_(prometheus::BuildCounter()
+                          .Name("hostperf_disk_member_bytes_total")
+                          .Help("Bytes each member device read or wrote during the probe's runs of the directory "
+                                "(all I/O of the device in those intervals).")
+                          .Register(registry_)) {}
 
   std::string_view Name() const override { return "disk"; }
 
@@ -365,6 +393,116 @@ class DiskProbe final : public Probe {
     RemoveMetric(read_bytes_, dir_label);
     RemoveMetric(written_bytes_, dir_label);
     RemoveMetric(verify_errors_, dir_label);
+    RemoveMemberSeries(path, {});
+  }
+
+  // The member series of `path` not in `keep`. Under series_mu_.
+  void RemoveMemberSeries(const std::string& path, const std::set<prometheus::Labels>& keep) {
+    auto& made = member_series_[path];
+    for (auto it = made.begin(); it != made.end();) {
+      if (keep.contains(*it)) {
+        ++it;
+        continue;
+      }
+      // Each label set belongs to one family: the kinds differ in their keys.
+      if (it->contains("leaves")) {
+        RemoveMetric(member_info_, *it);
+      } else if (it->contains("device") && it->contains("op")) {
+        RemoveMetric(member_seconds_per_op_, *it);
+        RemoveMetric(member_ratio_, *it);
+        RemoveMetric(member_bytes_, *it);
+      } else {
+        RemoveMetric(members_, *it);
+      }
+      it = made.erase(it);
+    }
+    if (made.empty()) member_series_.erase(path);
+  }
+
+  // The array behind a directory, resolved at the start of a run; none when
+  // the directory is on no block device (tmpfs, NFS): nothing to attribute.
+  std::optional<MemberSampler> StartMembers(const std::string& path) const {
+    auto stack = ResolveDirectoryStack(path, roots_);
+    if (!stack) {
+      spdlog::debug("disk probe: no block devices to attribute for {}: {}", path, stack.error());
+      return std::nullopt;
+    }
+    MemberSampler sampler(std::move(stack).value(), roots_);
+    sampler.Begin();
+    return sampler;
+  }
+
+  // What each member did during the run: into the result, the metrics and,
+  // for a member well above its siblings, a finding.
+  void RecordMembers(const RunContext& ctx, const Plan& plan, const std::string& path, const MemberSampler& sampler,
+                     json& dir_json) {
+    const auto activity = sampler.End();
+    const DirectoryStack& stack = sampler.stack();
+    json members = json::array();
+    for (const auto& member : stack.members) {
+      json entry = {{"device", member.device}, {"leaves", member.leaves}};
+      if (!member.model.empty()) entry["model"] = member.model;
+      if (!member.serial.empty()) entry["serial"] = member.serial;
+      for (const auto& done : activity) {
+        if (done.device != member.device) continue;
+        entry.update({{"read_ops", done.read_ops},
+                      {"write_ops", done.write_ops},
+                      {"read_bytes", done.read_bytes},
+                      {"write_bytes", done.write_bytes}});
+        if (done.read_seconds_per_op) entry["read_seconds_per_op"] = *done.read_seconds_per_op;
+        if (done.write_seconds_per_op) entry["write_seconds_per_op"] = *done.write_seconds_per_op;
+        if (done.read_ratio) entry["read_ratio"] = *done.read_ratio;
+        if (done.write_ratio) entry["write_ratio"] = *done.write_ratio;
+      }
+      members.push_back(std::move(entry));
+    }
+    const auto findings = SlowMemberFindings(activity, plan.member_slow_ratio);
+    json report = {{"directory", path},  {"stack", stack.top},       {"kind", stack.kind},
+                   {"members", members}, {"slow_members", findings}, {"slow_ratio", plan.member_slow_ratio}};
+    dir_json["array"] = report;
+    for (const auto& finding : findings) spdlog::warn("disk probe: array behind {}: {}", path, finding);
+    if (ctx.on_report) ctx.on_report(Tagged("members", report));
+
+    std::lock_guard lock(series_mu_);
+    if (plan.generation != generation_ && !roles_.contains(path)) return;
+    std::set<prometheus::Labels> made;
+    const prometheus::Labels dir_label = {{"directory", path}};
+    members_.Add(dir_label).Set(static_cast<double>(stack.members.size()));
+    made.insert(dir_label);
+    for (const auto& member : stack.members) {
+      std::string leaves;
+      for (const auto& leaf : member.leaves) leaves += (leaves.empty() ? "" : ",") + leaf;
+      const prometheus::Labels info = {{"directory", path},
+                                       {"device", member.device},
+                                       {"leaves", leaves},
+                                       {"model", member.model},
+                                       {"serial", member.serial}};
+      member_info_.Add(info).Set(1);
+      made.insert(info);
+    }
+    for (const auto& done : activity) {
+      for (const bool read : {true, false}) {
+        const prometheus::Labels labels = {
+            {"directory", path}, {"device", done.device}, {"op", read ? "read" : "write"}};
+        made.insert(labels);
+        member_bytes_.Add(labels).Increment(static_cast<double>(read ? done.read_bytes : done.write_bytes));
+        const auto seconds = read ? done.read_seconds_per_op : done.write_seconds_per_op;
+        const auto ratio = read ? done.read_ratio : done.write_ratio;
+        // Too few operations this run: no figure rather than a stale one.
+        if (seconds) {
+          member_seconds_per_op_.Add(labels).Set(*seconds);
+        } else {
+          RemoveMetric(member_seconds_per_op_, labels);
+        }
+        if (ratio) {
+          member_ratio_.Add(labels).Set(*ratio);
+        } else {
+          RemoveMetric(member_ratio_, labels);
+        }
+      }
+    }
+    RemoveMemberSeries(path, made);
+    member_series_[path] = std::move(made);
   }
 
   // The throughput and seek figures of one directory. Under series_mu_.
@@ -429,6 +567,7 @@ class DiskProbe final : public Probe {
     plan.preserve_files = options.preserve_files;
     plan.verbose = options.debug;
     plan.hdfs_ca_file = options.hdfs_ca_file;
+    plan.member_slow_ratio = config.member_slow_ratio;
     // Scheduled: Write and ReWrite together write bytes_per_run.
     plan.data_size = plan.full ? options.data_size : std::max<std::uint64_t>(config.bytes_per_run / 2, 1);
     plan.reserve = config.reserve;
@@ -542,6 +681,7 @@ class DiskProbe final : public Probe {
       std::unique_ptr<Workload> workload;
       json entry;
       std::optional<Failure> failure;  // this directory's own
+      std::optional<MemberSampler> members;
     };
     std::vector<Lane> lanes(count);
     for (std::size_t i = 0; i < count; ++i) lanes[i].entry = {{"directory", plan.directories[i]}};
@@ -558,6 +698,7 @@ class DiskProbe final : public Probe {
         // has no outcome of its own.
         const DirectoryOutcome outcome{lane.failure, !lane.failure && !lane.entry.contains("read")};
         RecordDirectory(plan, plan.directories[i], outcome);
+        if (lane.members && !failure) RecordMembers(ctx, plan, plan.directories[i], *lane.members, lane.entry);
         if (plan.preserve_files && !failure && lane.workload) lane.entry["preserved_files"] = lane.workload->Preserve();
         result["directories"].push_back(std::move(lane.entry));
       }
@@ -603,6 +744,7 @@ class DiskProbe final : public Probe {
         break;
       }
       lane.workload = std::move(created).value();
+      lane.members = StartMembers(path);
       if (ctx.on_report) ctx.on_report(Tagged("directory", lane.entry));
     }
     if (failure) return finish();
@@ -753,7 +895,9 @@ class DiskProbe final : public Probe {
     if (!created.ok()) return Failed(created.failure());
     Workload& workload = **created;
     std::uint64_t verify_errors = 0;
+    auto members = StartMembers(path);
     const auto tested = RunTests(ctx, plan, path, cores, share, kAllTests, workload, dir_json, result, verify_errors);
+    if (members && tested.ok()) RecordMembers(ctx, plan, path, *members, dir_json);
     if (plan.preserve_files && tested.ok()) dir_json["preserved_files"] = workload.Preserve();
     if (!tested.ok()) return Failed(tested.failure());
     if (verify_errors > 0) {
@@ -981,6 +1125,14 @@ class DiskProbe final : public Probe {
   prometheus::Family<prometheus::Gauge>& directory_info_;
   prometheus::Family<prometheus::Gauge>& directory_success_;
   prometheus::Family<prometheus::Counter>& directory_failures_;
+  prometheus::Family<prometheus::Gauge>& members_;
+  prometheus::Family<prometheus::Gauge>& member_info_;
+  prometheus::Family<prometheus::Gauge>& member_seconds_per_op_;
+  prometheus::Family<prometheus::Gauge>& member_ratio_;
+  prometheus::Family<prometheus::Counter>& member_bytes_;
+  // Per directory, the labels of every member series made (to remove them
+  // with the directory, or when a device leaves the array).
+  std::map<std::string, std::set<prometheus::Labels>> member_series_;
   std::set<std::pair<std::string, std::string>> failure_reasons_;  // (directory, reason) series made
   // Guards the per-directory series against a reload removing them while a
   // run publishes (references from Family::Add are used only under it).

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
+#include <optional>
 
 #include "hostperf/probes/disk/disk_probe.h"
 #include "hostperf/probes/disk/hdfs.h"
@@ -43,6 +45,7 @@ void DeclareKeys(config::Schema& schema, DiskProbeConfig& disk) {
   schema.Bool("disable_direct_io", &disk.disable_direct_io);
   schema.Bool("disable_crc", &disk.disable_crc);
   schema.Size("reserve", &disk.reserve);
+  schema.Number("member_slow_ratio", &disk.member_slow_ratio, {1.1, 100, true, "[1.1, 100]"});
 }
 
 config::SectionSchema Section() {
@@ -71,6 +74,7 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     on_report = [header_printed = false](const nlohmann::json& entry) mutable {
       const std::string kind = entry.value("kind", "");
       if (kind == "directory") std::fputs(FormatDirectoryLine(entry).c_str(), stdout);
+      if (kind == "members") std::fputs(FormatArrayReport(entry).c_str(), stdout);
       if (kind == "row") {
         if (!header_printed) std::fputs(("\n" + FormatTableHeader()).c_str(), stdout);
         header_printed = true;
@@ -110,6 +114,29 @@ std::vector<Figure> DiskFigures(const nlohmann::json& result) {
                      name + " per physical core", per_core, FormatNumber("%.1f MB/s", per_core / kReferenceMB),
                      "pass ≥ 40 MB/s, warn ≥ 20 MB/s", AtLeast(per_core / kReferenceMB, 40, 20)});
     }
+  }
+  // The array behind each directory: its slowest member against its
+  // siblings (a warning from the configured member_slow_ratio on).
+  for (const nlohmann::json& directory : ArrayField(result, "directories")) {
+    if (!directory.contains("array") || !directory["array"].is_object()) continue;
+    const nlohmann::json& array = directory["array"];
+    const double limit = NumberField(array, "slow_ratio").value_or(2.0);
+    std::optional<Figure> worst;
+    for (const nlohmann::json& member : ArrayField(array, "members")) {
+      for (const char* op : {"read", "write"}) {
+        const auto ratio = NumberField(member, op == std::string("read") ? "read_ratio" : "write_ratio");
+        if (!ratio || (worst && worst->value >= *ratio)) continue;
+        const std::string device = TextField(member, "device");
+        worst = Figure{"member_service_ratio",
+                       TextField(directory, "directory") + " " + device,
+                       "slowest member vs its siblings",
+                       *ratio,
+                       FormatNumber("%.1f×", *ratio) + " (" + device + ", " + op + "s)",
+                       FormatNumber("pass ≤ %.1f×", limit),
+                       AtMost(*ratio, limit, std::numeric_limits<double>::max())};
+      }
+    }
+    if (worst) out.push_back(*worst);
   }
   return out;
 }

@@ -57,6 +57,30 @@ std::string FormatDirectoryLine(const json& directory) {
                      directory.value("alignment", 0), directory.value("directory", ""));
 }
 
+std::string FormatArrayReport(const json& report) {
+  const json& members = report.contains("members") && report["members"].is_array() ? report["members"] : json::array();
+  std::string out = fmt::format("\nBlock devices behind \"{}\" ({}, {} member{}):\n", report.value("directory", ""),
+                                report.value("stack", ""), members.size(), members.size() == 1 ? "" : "s");
+  const auto per_op = [](const json& member, const char* key) {
+    return member.contains(key) ? fmt::format("{:.2f} ms", member[key].get<double>() * 1000) : std::string("-");
+  };
+  for (const json& member : members) {
+    std::string leaves;
+    for (const auto& leaf : member.value("leaves", json::array())) {
+      leaves += (leaves.empty() ? "" : ",") + leaf.get<std::string>();
+    }
+    std::string identity = member.value("model", "");
+    if (member.contains("serial")) identity += (identity.empty() ? "serial " : " serial ") + member.value("serial", "");
+    out += fmt::format("  {:<12} disk {:<16} read {:>10}/op  write {:>10}/op{}{}\n", member.value("device", ""), leaves,
+                       per_op(member, "read_seconds_per_op"), per_op(member, "write_seconds_per_op"),
+                       identity.empty() ? "" : "  ", identity);
+  }
+  for (const auto& finding : report.value("slow_members", json::array())) {
+    out += "  " + finding.get<std::string>() + "\n";
+  }
+  return out;
+}
+
 std::string FormatTableHeader() {
   std::string header =
       fmt::format(fmt::runtime(kRowFormat), "test", "directory", "counter name", "counter value",

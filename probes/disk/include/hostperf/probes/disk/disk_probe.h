@@ -23,6 +23,9 @@ std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps);
 std::string FormatVioperfBanner(int physical_cores);
 std::string FormatDirectoryLine(const nlohmann::json& directory);  // "Using direct io (...) for directory ..."
 std::string FormatTableHeader();
+// The block devices behind a directory and what each did during the run
+// (the "members" report), with a line per slow member.
+std::string FormatArrayReport(const nlohmann::json& report);
 std::string FormatTableRow(const nlohmann::json& row);
 // Banner, directory lines, header and every row of a finished run.
 std::string FormatVioperfReport(const nlohmann::json& result);

@@ -30,6 +30,10 @@ struct DiskProbeConfig : config::ProbeSection {
   bool disable_direct_io = false;
   bool disable_crc = false;
   std::uint64_t reserve = 1 * config::kGiB;  // free space left untouched beyond the files
+  // A member device of the array behind a directory whose time per read or
+  // write is this many times its siblings' median is named (the run's
+  // findings, the log; the alert has its own threshold in the mixin).
+  double member_slow_ratio = 2.0;
 };
 
 inline constexpr std::string_view kStateRole = "state";
