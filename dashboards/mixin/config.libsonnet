@@ -53,6 +53,11 @@
     // accelerated probes overrides only these. --------------------------------
     rateWindow: '5m',  // RTT histograms per link
     lossWindow: '10m',  // UDP ping loss per link
+    // HostperfNetInterfaceErrors: interface error counters that grew during
+    // the probe's own bursts over this window. rx_dropped is left out: an
+    // inactive bond member and unknown protocols count into it on healthy hosts.
+    interfaceErrorsWindow: '30m',
+    interfaceErrorsIgnored: 'rx_dropped',
     burstWindow: '1h',  // latest scheduled throughput burst per link (bursts rotate)
     smoothWindow: '1h',  // scheduled disk bursts averaged before comparing
     baselineWindow: '7d',  // a host's own baseline (median)

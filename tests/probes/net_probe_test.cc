@@ -81,6 +81,11 @@ class FakeWallClock final : public Clock {
 // probe time. An answering peer adds the clock offset, a burst the
 // throughput series.
 constexpr std::size_t kSeriesPerPingedPeer = 21 + 2 + 1 + 1;
+// Series of a resolved peer whose route is known (issue 22): the interface
+// it goes by, the MTU mismatch and this end's MTU; a peer that answered a
+// hello adds its own MTU (side="remote").
+constexpr std::size_t kInterfaceSeriesPerPeer = 3;
+constexpr std::size_t kSeriesPerRoutedPeer = kSeriesPerPingedPeer + kInterfaceSeriesPerPeer;
 
 class NetProbeTest : public ::testing::Test {
  protected:
@@ -177,7 +182,7 @@ TEST_F(NetProbeTest, OwnEntryIsFoundByAddressAndPortAndNotProbed) {
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "observers"}}), 1);
   EXPECT_EQ(CountPeerSeries(families, self), 0u);
   EXPECT_EQ(CountPeerSeries(families, "localhost"), 0u);
-  EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), kSeriesPerPingedPeer);
+  EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), kSeriesPerRoutedPeer);
 }
 
 // A list naming only this host is a fleet of one: its own entry is pinged
@@ -211,7 +216,7 @@ TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {
   EXPECT_EQ(Gauge(families, "hostperf_net_peer_last_probe_timestamp_seconds", alive), 1030);
   EXPECT_EQ(Gauge(families, "hostperf_net_peer_last_probe_timestamp_seconds", {{"peer", "nonexistent.invalid"}}), 1030);
   // Pinged, answered, and both bursts: every per-peer family.
-  EXPECT_EQ(CountPeerSeries(families, self), kSeriesPerPingedPeer + 1 + 5);
+  EXPECT_EQ(CountPeerSeries(families, self), kSeriesPerRoutedPeer + 1 + 5 + 1);
   EXPECT_EQ(CountPeerSeries(families, "nonexistent.invalid"), kSeriesPerPingedPeer);
   EXPECT_EQ(CountPeerSeries(families, "localhost"), 0u);
 
@@ -221,7 +226,7 @@ TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {
   families = registry_->Collect();
   EXPECT_EQ(CountPeerSeries(families, self), 0u);
   EXPECT_EQ(CountPeerSeries(families, "nonexistent.invalid"), 0u);
-  EXPECT_EQ(CountPeerSeries(families), kSeriesPerPingedPeer);  // only 127.0.0.1:1 is left
+  EXPECT_EQ(CountPeerSeries(families), kSeriesPerRoutedPeer);  // only 127.0.0.1:1 is left
   EXPECT_EQ(Gauge(families, "hostperf_net_peer_last_probe_timestamp_seconds", {{"peer", "127.0.0.1:1"}}), 1060);
 
   // Back again: its counters restart from 0.
@@ -260,7 +265,7 @@ TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
   EXPECT_EQ(outcome.result["peers"][0]["peer"], other);
   auto families = registry_->Collect();
   EXPECT_EQ(CountPeerSeries(families, self), 0u);
-  EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerPingedPeer);
+  EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerRoutedPeer);
   EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 0);
 
   std::ofstream(path) << "[{\"targets\": [";  // a bad edit
@@ -271,7 +276,7 @@ TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
   }
   families = registry_->Collect();
   EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 1);
-  EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerPingedPeer);
+  EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerRoutedPeer);
 }
 
 TEST_F(NetProbeTest, ThroughputSkipReasonsStartAtZero) {
@@ -306,10 +311,10 @@ TEST_F(NetProbeTest, ExpositionIsBoundedAtAThousandPeers) {
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "known"}}), 1000);
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "observers"}}), 8);
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), static_cast<double>(expected.size()));
-  EXPECT_EQ(CountPeerSeries(families), kSeriesPerPingedPeer * expected.size());
+  EXPECT_EQ(CountPeerSeries(families), kSeriesPerRoutedPeer * expected.size());
   const std::size_t fixed = CountSeries(families) - CountPeerSeries(families);
   std::printf("1000 peers, k=8: %zu series (%zu fixed + %zu x %zu peers)\n", CountSeries(families), fixed,
-              kSeriesPerPingedPeer, expected.size());
+              kSeriesPerRoutedPeer, expected.size());
   EXPECT_LT(CountSeries(families), 2000u);
 
   // Every host observing everyone: the cap holds the bound.
@@ -319,7 +324,7 @@ TEST_F(NetProbeTest, ExpositionIsBoundedAtAThousandPeers) {
   EXPECT_EQ(outcome.result["peers"].size(), 32u);
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), 32);
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "over_cap"}}), 999 - 32);
-  EXPECT_EQ(CountPeerSeries(families), kSeriesPerPingedPeer * 32);
+  EXPECT_EQ(CountPeerSeries(families), kSeriesPerRoutedPeer * 32);
   EXPECT_LT(CountSeries(families), 2000u);
 }
 

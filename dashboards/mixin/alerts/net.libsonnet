@@ -98,6 +98,42 @@ local p = import '../lib/promql.libsonnet';
           'The last full network run of {{ $labels.instance }} (job {{ $labels.job }}) reached {{ $value | humanize1024 }}B/s of TCP throughput to {{ $labels.subject }}: above vnetperf\'s minimum but below the ideal %g MB/s.' % mib(c.tcpIdealBytes),
           c.forMedium),
       ],
+    }, {
+      // Attribution inside a host (issue 22). A mismatch is seen from both
+      // ends (each observes the other, or only one does): the pair is named
+      // once, from the end with the larger MTU, or from the only end that
+      // sees it; a host most of whose observers see a mismatch is named alone
+      // and its links are left out.
+      name: 'hostperf-net-interfaces',
+      local mismatched = '(hostperf:net_link_mtu_local_bytes and on(%(f)s, %(h)s, %(o)s) (hostperf:net_link_mtu_mismatch == 1))' % { f: f, h: h, o: o },
+      // The reverse link: observer and host swapped.
+      local reversed(expr) = 'label_replace(label_replace(label_replace(%(e)s, "%(h)s_", "$1", "%(h)s", "(.*)"), "%(h)s", "$1", "%(o)s", "(.*)"), "%(o)s", "$1", "%(h)s_", "(.*)")' % { e: expr, h: h, o: o },
+      rules: [
+        a('HostperfNetMtuMismatch',
+          cond.majority('hostperf_host:net_observers_mtu_mismatch:count', 'hostperf_host:net_observers_mtu_measured:count'),
+          'warning', 'MTU of %s differs from its peers\'' % hostIn,
+          '{{ $value }} of the hostperf peers that observe {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, use another MTU toward it than it uses toward them (hello replies), for %s: this host\'s interface MTU is the odd one out (hostperf_net_peer_mtu_bytes names both sides).' % [h, f, f, p.words(c.forMedium)],
+          c.forMedium, { scope: 'host' }),
+        a('HostperfNetMtuMismatch',
+          |||
+            (
+                %(mm)s
+                  > hostperf:net_link_mtu_remote_bytes
+              or
+                %(mm)s
+                  unless on(%(f)s, %(h)s, %(o)s) %(rev)s
+            )
+              unless on(%(f)s, %(h)s) (hostperf_host:net_mtu_mismatch:bool == 1)
+              unless on(%(f)s, %(o)s) label_replace(hostperf_host:net_mtu_mismatch:bool == 1, "%(o)s", "$1", "%(h)s", "(.*)")
+          ||| % { mm: mismatched, f: f, h: h, o: o, rev: reversed('(hostperf:net_link_mtu_mismatch == 1)') },
+          'warning', 'MTU mismatch between {{ $labels.%s }} and {{ $labels.%s }}' % [o, h],
+          '{{ $labels.%s }} ({{ $labels.instance }}) uses an MTU of {{ $value }} bytes toward {{ $labels.%s }} ({{ $labels.peer }}), which answers with another (hostperf_net_peer_mtu_bytes{side="remote"}), for %s: large frames are dropped or fragmented on this link. Check both ends\' interfaces and the switch ports between them.' % [o, h, p.words(c.forMedium)],
+          c.forMedium, { scope: 'link' }),
+        a('HostperfNetInterfaceErrors',
+          'hostperf_host:net_interface_errors_during_probe:increase%s > 0' % c.interfaceErrorsWindow,
+          'warning', 'Interface {{ $labels.interface }} of %s counts errors during network probes' % hostIn,
+          'The error counters of {{ $labels.interface }} on {{ $labels.%s }} ({{ $labels.instance }}) grew by {{ $value }} while hostperf\'s own pings and bursts ran, over the last %s (hostperf_net_interface_errors_during_probe_total by counter; %s left out): a cable, optic, NIC or switch port on this host\'s path.' % [h, p.words(c.interfaceErrorsWindow), c.interfaceErrorsIgnored]),
+      ],
     }],
   },
 }

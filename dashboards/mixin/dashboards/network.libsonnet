@@ -79,4 +79,31 @@ function(config)
     g.timeseries('Throughput bytes sent', 'Bytes sent in scheduled throughput bursts (budget.net_bytes_per_hour).',
                  [g.target('sum by (instance) (rate(hostperf_net_throughput_bytes_total{%s}[$__rate_interval]))' % SEL,
                            '{{instance}}')], 'binBps', min=0),
+    // Issue 22: which interface serves each peer, and what moved on it (and
+    // on its bond or team members) while this host's own bursts ran.
+    g.row('Interfaces'),
+    g.timeseries('Interface errors during probes', 'Per interface toward the peers (and per bond or team member): '
+                                                   + 'error counters that grew while this host\'s own pings and '
+                                                   + 'bursts ran, and the host\'s TCP retransmits during its TCP '
+                                                   + 'bursts. Alert: HostperfNetInterfaceErrors.',
+                 [g.target('sum by (instance, interface, counter) (increase(hostperf_net_interface_errors_during_probe_total{%s}[$__rate_interval])) > 0'
+                           % SEL, '{{instance}} {{interface}} {{counter}}'),
+                  g.target('increase(hostperf_net_tcp_retransmits_during_probe_total{%s}[$__rate_interval])' % SEL,
+                           '{{instance}} TCP retransmits', 'B')], 'none', min=0),
+    g.timeseries('Interface speed', 'Link speed per interface toward the peers and per member (absent when the '
+                                    + 'kernel does not know it: a down link, a virtual device). A member slower than '
+                                    + 'the others is a bad negotiation.',
+                 [g.target('hostperf_net_interface_speed_bytes_per_second{%s}' % SEL, '{{instance}} {{interface}}')],
+                 'Bps', min=0),
+    g.timeseries('Interface MTU', 'MTU per interface toward the peers and per member.',
+                 [g.target('hostperf_net_interface_mtu_bytes{%s}' % SEL, '{{instance}} {{interface}}')], 'none', min=0),
+    g.timeseries('MTU toward each peer, both ends', 'This end\'s MTU toward the peer (local) and the peer\'s toward '
+                                                   + 'this host (remote, from its hello reply). Alert: '
+                                                   + 'HostperfNetMtuMismatch.',
+                 [g.target('hostperf_net_peer_mtu_bytes{%s}' % SEL, '{{instance}} → {{peer}} {{side}}'),
+                  g.target('hostperf_net_peer_mtu_mismatch{%s} == 1' % SEL, '{{instance}} → {{peer}} mismatch', 'B')],
+                 'none', min=0),
+    g.table('Interface per peer', 'The interface the route to each peer uses.',
+            [g.target('hostperf_net_peer_interface_info{%s}' % SEL, instant=true, format='table')], 'none',
+            hide=['Time', 'Value', '__name__', 'job']),
   ])

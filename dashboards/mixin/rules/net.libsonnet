@@ -126,6 +126,34 @@ local p = import '../lib/promql.libsonnet';
           ||| % { bad: $._netCondition.majority('hostperf_observer:net_links_bad:count', 'hostperf_observer:net_links:count') },
         },
       ],
+    }, {
+      // Attribution inside a host (issue 22): MTUs of both ends per link, and
+      // the interface counters that moved during the probe's own bursts.
+      name: 'hostperf-net-interfaces-recording',
+      rules: [
+        // 0/1 per link (observer -> host); the MTUs of both ends toward each other.
+        { record: 'hostperf:net_link_mtu_mismatch', expr: link(m('hostperf_net_peer_mtu_mismatch')) },
+        { record: 'hostperf:net_link_mtu_local_bytes', expr: link('max without (side) (%s)' % m('hostperf_net_peer_mtu_bytes', 'side="local"')) },
+        { record: 'hostperf:net_link_mtu_remote_bytes', expr: link('max without (side) (%s)' % m('hostperf_net_peer_mtu_bytes', 'side="remote"')) },
+        { record: 'hostperf_host:net_observers_mtu_measured:count', expr: 'count by (%s) (hostperf:net_link_mtu_mismatch)' % by },
+        { record: 'hostperf_host:net_observers_mtu_mismatch:count', expr: 'sum by (%s) (hostperf:net_link_mtu_mismatch)' % by },
+        // 1 while most of a host's observers see another MTU than its own (the
+        // host is the odd one out), else 0: its links' mismatches are implied.
+        {
+          record: 'hostperf_host:net_mtu_mismatch:bool',
+          expr: |||
+            (%s) * 0 + 1
+            or
+              hostperf_host:net_observers_mtu_measured:count * 0
+          ||| % $._netCondition.majority('hostperf_host:net_observers_mtu_mismatch:count', 'hostperf_host:net_observers_mtu_measured:count'),
+        },
+        // Errors per interface (all counters) counted during this host's bursts.
+        {
+          record: 'hostperf_host:net_interface_errors_during_probe:increase%s' % c.interfaceErrorsWindow,
+          expr: p.hostLabels(c, 'sum by (instance, job, interface) (increase(%s[%s]))' % [
+            m('hostperf_net_interface_errors_during_probe_total', 'counter!~"%s"' % c.interfaceErrorsIgnored), c.interfaceErrorsWindow]),
+        },
+      ],
     }],
   },
 

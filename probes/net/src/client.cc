@@ -67,7 +67,9 @@ std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_
 struct Control {
   Fd fd;
   std::uint32_t peer_max_connections = 0;
-  std::vector<std::uint8_t> binding;  // both nonces: signs every later message
+  std::uint8_t peer_revision = 0;
+  std::optional<std::uint32_t> peer_mtu;  // revision >= 1 and known
+  std::vector<std::uint8_t> binding;      // both nonces: signs every later message
 };
 
 std::string VersionMismatch(const SocketAddress& peer, unsigned version) {
@@ -103,7 +105,10 @@ Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clo
   }
   if (ack->hello.version != kProtocolVersion)
     return Failure{"protocol_error", VersionMismatch(peer, ack->hello.version)};
-  return Control{std::move(fd), ack->hello.max_connections, SessionBinding(hello.hello.nonce, ack->hello.nonce)};
+  std::optional<std::uint32_t> mtu;
+  if (ack->hello.revision >= 1 && ack->hello.mtu > 0) mtu = ack->hello.mtu;
+  return Control{std::move(fd), ack->hello.max_connections, ack->hello.revision, mtu,
+                 SessionBinding(hello.hello.nonce, ack->hello.nonce)};
 }
 
 void SleepUntil(Clock::time_point when) {
@@ -307,6 +312,7 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
     result.error = control.error();
     return result;
   }
+  result.peer_mtu = control->peer_mtu;
   const Fd fd = std::move(control->fd);
   const std::vector<std::uint8_t> binding = std::move(control->binding);
   const auto control_deadline = [&] { return Clock::now() + options.connect_timeout; };
@@ -367,10 +373,10 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   return result;
 }
 
-Result<void> Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout) {
+Result<HelloReply> Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout) {
   auto control = OpenControl(peer, secret, Clock::now() + timeout);
   if (!control) return control.failure();
-  return {};
+  return HelloReply{control->peer_max_connections, control->peer_revision, control->peer_mtu};
 }
 
 ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,

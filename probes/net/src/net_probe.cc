@@ -24,6 +24,7 @@
 
 #include "hostperf/base/files.h"
 #include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/interfaces.h"
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/net/protocol.h"
@@ -104,6 +105,91 @@ std::vector<std::string> InterfaceAddresses() {
   }
   ::freeifaddrs(list);
   return addresses;
+}
+
+// A TCP burst below this share of what it should reach (its rate cap, or the
+// link's speed when slower) is a shortfall whose counters the run names.
+constexpr double kShortfallRatio = 0.8;
+// A peer's MTU (hello reply) is asked again after this long.
+constexpr auto kRemoteMtuRefresh = std::chrono::minutes(10);
+
+std::vector<std::string> DeviceNames(std::span<const WatchedDevice> devices) {
+  std::vector<std::string> names;
+  for (const WatchedDevice& device : devices) names.push_back(device.name);
+  return names;
+}
+
+// The routed interface toward `address` and the devices below it; empty when
+// the route is unknown.
+std::vector<WatchedDevice> DevicesToward(InterfaceCache& cache, const SocketAddress& address) {
+  const auto& route = cache.RouteTo(address.Host());
+  return route ? cache.Devices(*route) : std::vector<WatchedDevice>{};
+}
+
+// The counters of some devices around one burst (or ping series).
+class Burst {
+ public:
+  Burst(const SystemRoots& roots, std::vector<WatchedDevice> devices)
+      : roots_(roots), devices_(std::move(devices)), before_(ReadCounters(roots_, DeviceNames(devices_))) {}
+  // What moved since the start; host-wide TCP retransmits only for a TCP burst
+  // (anything else would count the host's own traffic against a UDP test).
+  CounterDeltas End(bool tcp) const {
+    CounterDeltas deltas = Diff(before_, ReadCounters(roots_, DeviceNames(devices_)));
+    if (!tcp) deltas.tcp_retransmits.reset();
+    return deltas;
+  }
+  const std::vector<WatchedDevice>& devices() const { return devices_; }
+
+ private:
+  const SystemRoots& roots_;
+  std::vector<WatchedDevice> devices_;
+  CounterSnapshot before_;
+};
+
+// What a burst should reach: its cap, or the routed interface's speed when lower.
+double ExpectedBytesPerSecond(double cap, InterfaceCache& cache, std::span<const WatchedDevice> devices) {
+  if (devices.empty()) return cap;
+  const auto speed = cache.Info(devices.front().name).speed_mbps;
+  return speed ? std::min(cap, static_cast<double>(*speed) * 1e6 / 8) : cap;
+}
+
+// What fell short in a burst ("TCP throughput 2.4 MB/s (expected 32 MB/s)",
+// "UDP loss 3.2%"), or nullopt.
+std::optional<std::string> Shortfall(const ThroughputResult& r, ThroughputTest test, double expected) {
+  if (r.outcome != SessionOutcome::kOk) return std::nullopt;
+  if (test == ThroughputTest::kUdp) {
+    if (r.packets_lost == 0 && r.LossRatio() <= 0) return std::nullopt;
+    return fmt::format("UDP loss {:.1f}%", r.LossRatio() * 100);
+  }
+  if (expected <= 0 || r.ReceivedBytesPerSecond() >= kShortfallRatio * expected) return std::nullopt;
+  return fmt::format("TCP throughput {:.1f} MB/s (expected {:.1f} MB/s)", r.ReceivedBytesPerSecond() / kMiB,
+                     expected / kMiB);
+}
+
+// The interface facts of one peer in a result.
+json PeerInterfaceJson(const std::string& peer, InterfaceCache& cache, const SocketAddress& address,
+                       std::optional<std::uint32_t> remote_mtu) {
+  json entry = {{"node", peer}};
+  const auto& route = cache.RouteTo(address.Host());
+  if (!route) {
+    entry["interface"] = nullptr;
+    entry["error"] = route.error();
+    return entry;
+  }
+  const InterfaceInfo& info = cache.Info(*route);
+  entry["interface"] = *route;
+  json lower = json::array();
+  for (const WatchedDevice& device : cache.Devices(*route)) {
+    if (!device.upper.empty()) lower.push_back({{"interface", device.name}, {"upper", device.upper}});
+  }
+  entry["lower"] = lower;
+  entry["speed_mbps"] = info.speed_mbps ? json(*info.speed_mbps) : json(nullptr);
+  entry["duplex"] = info.duplex;
+  entry["operstate"] = info.operstate;
+  entry["mtu_local"] = info.mtu ? json(*info.mtu) : json(nullptr);
+  entry["mtu_remote"] = remote_mtu ? json(*remote_mtu) : json(nullptr);
+  entry["mtu_mismatch"] = info.mtu && remote_mtu && *info.mtu != *remote_mtu;
+  return entry;
 }
 
 // Reasons of hostperf_net_throughput_skipped_total (all exposed from start-up).
@@ -205,6 +291,8 @@ class NetProbe final : public Probe, private ResponderObserver {
  public:
   NetProbe(const ProbeDeps& deps, NetProbeSeams seams)
       : local_addresses_(seams.local_addresses ? std::move(seams.local_addresses) : InterfaceAddresses),
+        route_(seams.route_interface ? std::move(seams.route_interface) : NetlinkRouteInterface),
+        roots_(deps.roots),
         clock_(seams.clock != nullptr ? seams.clock : &real_clock_),
         own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
         registry_(deps.registry ? *deps.registry : *own_registry_),
@@ -251,7 +339,33 @@ class NetProbe final : public Probe, private ResponderObserver {
                         "Packets and connections the peer responder dropped, by reason.", registry_)),
         responder_up_(Family(prometheus::BuildGauge(), "hostperf_net_responder_up",
                              "1 while the peer responder serves, else 0.", registry_)
-                          .Add({})) {
+                          .Add({})),
+        interface_errors_(Family(prometheus::BuildCounter(), "hostperf_net_interface_errors_during_probe_total",
+                                 "Growth of an interface's error counter (statistics/<counter>) while the scheduled "
+                                 "pings and bursts to the peers it routes to ran.",
+                                 registry_)),
+        tcp_retransmits_(Family(prometheus::BuildCounter(), "hostperf_net_tcp_retransmits_during_probe_total",
+                                "Growth of the host's TCP RetransSegs (/proc/net/snmp) during scheduled TCP bursts.",
+                                registry_)
+                             .Add({})),
+        interface_info_(Family(prometheus::BuildGauge(), "hostperf_net_interface_info",
+                               "1 per interface that routes to a probed peer (and per device below it), one series "
+                               "per lower device (bond or team member; \"\" when none).",
+                               registry_)),
+        interface_speed_(Family(prometheus::BuildGauge(), "hostperf_net_interface_speed_bytes_per_second",
+                                "Link speed of an interface that routes to a probed peer (absent when unknown).",
+                                registry_)),
+        interface_mtu_(Family(prometheus::BuildGauge(), "hostperf_net_interface_mtu_bytes",
+                              "MTU of an interface that routes to a probed peer.", registry_)),
+        peer_interface_(Family(prometheus::BuildGauge(), "hostperf_net_peer_interface_info",
+                               "1: the interface the route to the peer uses.", registry_)),
+        peer_mtu_mismatch_(Family(prometheus::BuildGauge(), "hostperf_net_peer_mtu_mismatch",
+                                  "1 when the MTU toward the peer differs between the two ends (both known), else 0.",
+                                  registry_)),
+        peer_mtu_(Family(prometheus::BuildGauge(), "hostperf_net_peer_mtu_bytes",
+                         "MTU of the interface toward the peer, here (side=\"local\") and as the peer's hello reply "
+                         "says (side=\"remote\").",
+                         registry_)) {
     for (const char* reason :
          {"bad_hmac", "bad_version", "malformed", "rate_limited", "source_blocked", "busy", "connection_limit"}) {
       dropped_.Add({{"reason", reason}});
@@ -296,6 +410,12 @@ class NetProbe final : public Probe, private ResponderObserver {
     options.max_connections = net.max_connections;
     options.packets_per_second_per_source = net.rate_limit;
     options.observer = this;
+    // The MTU of the interface our replies to a client leave by, for its hello.
+    options.reply_mtu = [route = route_, roots = roots_](const std::string& client) -> std::uint32_t {
+      const auto interface = route(client);
+      if (!interface || !ValidInterfaceName(*interface)) return 0;
+      return ReadInterfaceInfo(roots, *interface).mtu.value_or(0);
+    };
     if (net.secret_file.empty()) {
       options.bind_address = "";  // a generated secret: nobody else can talk to us anyway
       // An unchanged loopback responder keeps its secret; a new one gets a fresh secret.
@@ -449,17 +569,31 @@ class NetProbe final : public Probe, private ResponderObserver {
 
     const auto resolved = Resolve(chosen);
     std::vector<PeerTarget> targets;
+    // The interface toward each peer and the devices below it, once per run.
+    InterfaceCache interfaces(roots_, route_);
+    std::map<std::string, std::vector<WatchedDevice>> paths;
+    std::vector<WatchedDevice> watched;
+    std::set<std::string> watched_names;
     for (const auto& peer : resolved) {
-      if (peer.address) targets.push_back({peer.spec.name, *peer.address});
+      if (!peer.address) continue;
+      targets.push_back({peer.spec.name, *peer.address});
+      auto& devices = paths[peer.spec.name] = DevicesToward(interfaces, *peer.address);
+      for (const WatchedDevice& device : devices) {
+        if (watched_names.insert(device.name).second) watched.push_back(device);
+      }
     }
     LatencyOptions latency;
     latency.packets = net.packets_per_cycle;
     latency.interval = net.packet_interval;
     latency.reply_timeout = net.reply_timeout;
+    const Burst pings(roots_, watched);
     const auto measured = MeasureLatency(targets, latency, *secret, [&] { return ctx.ShouldStop(); });
+    const CounterDeltas ping_deltas = pings.End(/*tcp=*/false);
+    CountDeltas(ping_deltas);
+    PublishInterfaces(interfaces, watched_names);
     const double probed_at = clock_->UnixSeconds();
 
-    json result = {{"mode", "scheduled"}, {"peers", json::array()}, {"errors", errors}};
+    json result = {{"mode", "scheduled"}, {"peers", json::array()}, {"errors", errors}, {"findings", json::array()}};
     Hosts up;
     std::size_t target_index = 0;
     for (const auto& peer : resolved) {
@@ -490,19 +624,35 @@ class NetProbe final : public Probe, private ResponderObserver {
       entry["lost"] = r.lost();
       entry["rtt_median_seconds"] = Median(r.rtt_seconds);
       entry["clock_offset_seconds"] = r.clock_offset_seconds ? json(*r.clock_offset_seconds) : json(nullptr);
-      if (peer_up) up.emplace_back(peer.spec.name, *peer.address);
+      const auto& devices = paths[peer.spec.name];
+      if (peer_up) {
+        up.emplace_back(peer.spec.name, *peer.address);
+        RefreshRemoteMtu(peer.spec.name, *peer.address, *secret);
+      }
+      entry["interface"] = PeerInterfaceJson(peer.spec.name, interfaces, *peer.address, RemoteMtu(peer.spec.name));
+      PublishPeerInterface(peer.spec.name, interfaces, devices, result["findings"]);
+      if (r.lost() > 0 && r.sent > 0) {
+        const std::string text = Attribute(fmt::format("ping loss {:.1f}%", 100.0 * r.lost() / r.sent), peer.spec.name,
+                                           devices, ping_deltas);
+        entry["attribution"] = text;
+        result["findings"].push_back(text);
+      }
       result["peers"].push_back(entry);
     }
     // Peers cannot probe this host while its responder is down: a fault of
     // this host, named as such rather than as its peers' silence.
     if (const std::string responder_error = ResponderError(); !responder_error.empty()) {
-      if (!up.empty()) result["throughput"] = ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)));
+      if (!up.empty()) {
+        result["throughput"] =
+            ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)), interfaces, paths, result["findings"]);
+      }
       return ProbeOutcome::Failure("responder_down", "peer responder not running: " + responder_error, result);
     }
     if (!resolved.empty() && up.empty()) {
       return ProbeOutcome::Failure("all_peers_down", "no peer answered", result);
     }
-    result["throughput"] = ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)));
+    result["throughput"] =
+        ScheduledThroughput(ctx, net, *secret, SortedByName(std::move(up)), interfaces, paths, result["findings"]);
     return ProbeOutcome::Success(result);
   }
 
@@ -556,9 +706,19 @@ class NetProbe final : public Probe, private ResponderObserver {
       for (auto* family : {&sent_, &lost_, &throughput_bytes_}) {
         if (family->Has(labels)) family->Remove(&family->Add(labels));
       }
-      for (auto* family : {&offset_, &up_, &tcp_, &udp_, &udp_loss_, &udp_jitter_, &last_probe_}) {
+      for (auto* family : {&offset_, &up_, &tcp_, &udp_, &udp_loss_, &udp_jitter_, &last_probe_, &peer_mtu_mismatch_}) {
         if (family->Has(labels)) family->Remove(&family->Add(labels));
       }
+      for (const char* side : {"local", "remote"}) {
+        const prometheus::Labels side_labels = {{"peer", name}, {"side", side}};
+        if (peer_mtu_.Has(side_labels)) peer_mtu_.Remove(&peer_mtu_.Add(side_labels));
+      }
+      if (const auto it = peer_interfaces_.find(name); it != peer_interfaces_.end()) {
+        const prometheus::Labels interface_labels = {{"peer", name}, {"interface", it->second}};
+        if (peer_interface_.Has(interface_labels)) peer_interface_.Remove(&peer_interface_.Add(interface_labels));
+        peer_interfaces_.erase(it);
+      }
+      remote_mtu_.erase(name);
     }
     series_peers_ = std::move(now);
   }
@@ -570,7 +730,9 @@ class NetProbe final : public Probe, private ResponderObserver {
     return up;
   }
 
-  json ScheduledThroughput(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& up) {
+  json ScheduledThroughput(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& up,
+                           InterfaceCache& interfaces, std::map<std::string, std::vector<WatchedDevice>>& paths,
+                           json& findings) {
     const auto skip = [&](const char* reason) {
       throughput_skipped_.Add({{"reason", reason}}).Increment();
       return json{{"skipped", reason}};
@@ -591,7 +753,11 @@ class NetProbe final : public Probe, private ResponderObserver {
     options.duration = net.throughput_duration;
     options.rate_bytes_per_second = net.throughput_rate;
     options.datagram_size = net.udp_datagram_size;
+    const Burst burst(roots_, paths[name]);
     const auto r = RunThroughput(address, options, secret, [&] { return ctx.ShouldStop(); });
+    const CounterDeltas deltas = burst.End(options.test == ThroughputTest::kTcp);
+    CountDeltas(deltas);
+    if (r.peer_mtu) remote_mtu_[name] = {r.peer_mtu, clock_->Now()};
     // Settle the reservation with what was actually sent (less if cut short).
     budget.Refund(BudgetResource::kNetBytes, static_cast<double>(planned) - static_cast<double>(r.bytes_sent));
     throughput_bytes_.Add({{"peer", name}}).Increment(static_cast<double>(r.bytes_sent));
@@ -613,7 +779,127 @@ class NetProbe final : public Probe, private ResponderObserver {
       ++next_throughput_peer_;  // both tests done for this peer
     }
     next_is_udp_ = !next_is_udp_;
-    return ThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
+    json row = ThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
+    AttributeRow(r, options.test, static_cast<double>(net.throughput_rate), interfaces, burst.devices(), deltas, row,
+                 findings);
+    return row;
+  }
+
+  // A short burst's row names the interface and what moved (and so do the findings).
+  static void AttributeRow(const ThroughputResult& r, ThroughputTest test, double cap, InterfaceCache& interfaces,
+                           const std::vector<WatchedDevice>& devices, const CounterDeltas& deltas, json& row,
+                           json& findings) {
+    row["interface"] = devices.empty() ? json(nullptr) : json(devices.front().name);
+    const auto shortfall = Shortfall(r, test, ExpectedBytesPerSecond(cap, interfaces, devices));
+    if (!shortfall) return;
+    row["attribution"] = Attribute(*shortfall, row.value("node", ""), devices, deltas);
+    findings.push_back(row["attribution"]);
+  }
+
+  // --- interfaces --------------------------------------------------------------
+
+  void CountDeltas(const CounterDeltas& deltas) {
+    for (const auto& [device, counters] : deltas.devices) {
+      for (const auto& [counter, delta] : counters) {
+        interface_errors_.Add({{"interface", device}, {"counter", counter}}).Increment(static_cast<double>(delta));
+      }
+    }
+    if (deltas.tcp_retransmits) tcp_retransmits_.Increment(static_cast<double>(*deltas.tcp_retransmits));
+  }
+
+  // The series of the devices that route to probed peers (and those below
+  // them); the devices that no longer do lose theirs.
+  void PublishInterfaces(InterfaceCache& interfaces, const std::set<std::string>& devices) {
+    for (const std::string& device : devices) {
+      const InterfaceInfo& info = interfaces.Info(device);
+      const prometheus::Labels labels = {{"interface", device}};
+      if (info.speed_mbps) {
+        interface_speed_.Add(labels).Set(static_cast<double>(*info.speed_mbps) * 1e6 / 8);
+      } else if (interface_speed_.Has(labels)) {
+        interface_speed_.Remove(&interface_speed_.Add(labels));
+      }
+      if (info.mtu) {
+        interface_mtu_.Add(labels).Set(*info.mtu);
+      } else if (interface_mtu_.Has(labels)) {
+        interface_mtu_.Remove(&interface_mtu_.Add(labels));
+      }
+      std::vector<prometheus::Labels> wanted;
+      for (const std::string& lower : info.lowers.empty() ? std::vector<std::string>{""} : info.lowers) {
+        wanted.push_back(
+            {{"interface", device}, {"duplex", info.duplex}, {"operstate", info.operstate}, {"lower", lower}});
+      }
+      for (const auto& old : interface_info_labels_[device]) {
+        if (std::find(wanted.begin(), wanted.end(), old) == wanted.end() && interface_info_.Has(old)) {
+          interface_info_.Remove(&interface_info_.Add(old));
+        }
+      }
+      for (const auto& labels_of_one : wanted) interface_info_.Add(labels_of_one).Set(1);
+      interface_info_labels_[device] = std::move(wanted);
+    }
+    for (auto it = interface_info_labels_.begin(); it != interface_info_labels_.end();) {
+      if (devices.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      const prometheus::Labels labels = {{"interface", it->first}};
+      for (auto* family : {&interface_speed_, &interface_mtu_}) {
+        if (family->Has(labels)) family->Remove(&family->Add(labels));
+      }
+      for (const auto& old : it->second) {
+        if (interface_info_.Has(old)) interface_info_.Remove(&interface_info_.Add(old));
+      }
+      for (const std::string& counter : InterfaceErrorCounters()) {
+        const prometheus::Labels counter_labels = {{"interface", it->first}, {"counter", counter}};
+        if (interface_errors_.Has(counter_labels)) interface_errors_.Remove(&interface_errors_.Add(counter_labels));
+      }
+      it = interface_info_labels_.erase(it);
+    }
+  }
+
+  // Which interface serves the peer, and the MTUs of both ends toward each other.
+  void PublishPeerInterface(const std::string& peer, InterfaceCache& interfaces,
+                            const std::vector<WatchedDevice>& devices, json& findings) {
+    const std::string interface = devices.empty() ? std::string() : devices.front().name;
+    const auto previous = peer_interfaces_.find(peer);
+    if (previous != peer_interfaces_.end() && previous->second != interface) {
+      const prometheus::Labels old = {{"peer", peer}, {"interface", previous->second}};
+      if (peer_interface_.Has(old)) peer_interface_.Remove(&peer_interface_.Add(old));
+      peer_interfaces_.erase(previous);
+    }
+    std::optional<std::uint32_t> local;
+    if (!interface.empty()) {
+      peer_interface_.Add({{"peer", peer}, {"interface", interface}}).Set(1);
+      peer_interfaces_[peer] = interface;
+      local = interfaces.Info(interface).mtu;
+    }
+    const std::optional<std::uint32_t> remote = RemoteMtu(peer);
+    for (const auto& [side, mtu] : {std::pair{"local", local}, std::pair{"remote", remote}}) {
+      const prometheus::Labels labels = {{"peer", peer}, {"side", side}};
+      if (mtu) {
+        peer_mtu_.Add(labels).Set(*mtu);
+      } else if (peer_mtu_.Has(labels)) {
+        peer_mtu_.Remove(&peer_mtu_.Add(labels));
+      }
+    }
+    const bool mismatch = local && remote && *local != *remote;
+    peer_mtu_mismatch_.Add({{"peer", peer}}).Set(mismatch ? 1 : 0);
+    if (mismatch) findings.push_back(DescribeMtuMismatch(peer, interface, *local, *remote));
+  }
+
+  std::optional<std::uint32_t> RemoteMtu(const std::string& peer) const {
+    const auto it = remote_mtu_.find(peer);
+    return it == remote_mtu_.end() ? std::nullopt : it->second.mtu;
+  }
+
+  // A hello to a peer whose MTU is unknown or old: one TCP handshake per peer
+  // every kRemoteMtuRefresh (a throughput burst's hello refreshes it too).
+  void RefreshRemoteMtu(const std::string& peer, const SocketAddress& address, const Secret& secret) {
+    const auto now = clock_->Now();
+    const auto it = remote_mtu_.find(peer);
+    if (it != remote_mtu_.end() && now - it->second.at < kRemoteMtuRefresh) return;
+    const auto hello = Hello(address, secret, kHelloTimeout);
+    // A failed hello is retried next time; an old peer's "unknown" is kept.
+    remote_mtu_[peer] = {hello ? hello->mtu : std::nullopt, now};
   }
 
   // --- full --------------------------------------------------------------------
@@ -640,7 +926,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (!errors.empty() && !ignore_bad) {
       return ProbeOutcome::Failure("bad_hosts", errors.front(), result);
     }
-    const Hosts hosts = ReachableHosts(specs, *secret, result["bad_hosts"]);
+    std::map<std::string, std::optional<std::uint32_t>> remote_mtus;
+    const Hosts hosts = ReachableHosts(specs, *secret, result["bad_hosts"], remote_mtus);
     if (!result["bad_hosts"].empty() && !ignore_bad) {
       return ProbeOutcome::Failure("bad_hosts",
                                    "unreachable host " + result["bad_hosts"][0]["node"].get<std::string>() + ": " +
@@ -654,15 +941,30 @@ class NetProbe final : public Probe, private ResponderObserver {
       if (ctx.on_progress) ctx.on_progress({test, Clock::now() - started, {}});
     };
 
+    // Which interface serves each host, both ends' MTUs, and what our own
+    // bursts moved on it when they fell short (issue 22): "findings".
+    InterfaceCache interfaces(roots_, route_);
+    json findings = json::array();
+    result["interfaces"] = json::array();
+    for (const auto& [name, address] : hosts) {
+      json row = PeerInterfaceJson(name, interfaces, address, remote_mtus[name]);
+      if (row["mtu_mismatch"].get<bool>()) {
+        findings.push_back(DescribeMtuMismatch(name, row["interface"].get<std::string>(),
+                                               row["mtu_local"].get<std::uint32_t>(),
+                                               row["mtu_remote"].get<std::uint32_t>()));
+      }
+      result["interfaces"].push_back(std::move(row));
+    }
     if (tests.contains("latency")) {
       progress("latency");
-      result["tests"]["latency"] = LatencyTable(ctx, net, *secret, hosts);
+      result["tests"]["latency"] = LatencyTable(ctx, net, *secret, hosts, interfaces, findings);
     }
     for (const char* test : {"tcp-throughput", "udp-throughput"}) {
       if (!tests.contains(test)) continue;
       progress(test);
-      result["tests"][test] = ThroughputLadder(ctx, net, options, *secret, hosts, test);
+      result["tests"][test] = ThroughputLadder(ctx, net, options, *secret, hosts, test, interfaces, findings);
     }
+    result["findings"] = findings;
     if (tests.contains("connections")) {
       progress("connections");
       result["tests"]["connections"] = ConnectionTable(net, *secret, hosts);
@@ -674,13 +976,15 @@ class NetProbe final : public Probe, private ResponderObserver {
 
   // Every host must answer a hello before any test runs (vnetperf's rule):
   // the hosts that did; the others go to `bad_hosts` with the reason.
-  static Hosts ReachableHosts(const std::vector<PeerSpec>& specs, const Secret& secret, json& bad_hosts) {
+  static Hosts ReachableHosts(const std::vector<PeerSpec>& specs, const Secret& secret, json& bad_hosts,
+                              std::map<std::string, std::optional<std::uint32_t>>& remote_mtus) {
     Hosts hosts;
     for (const auto& peer : Resolve(specs)) {
-      const Result<void> hello =
-          peer.address ? Hello(*peer.address, secret, kHelloTimeout) : Result<void>(peer.address.failure());
+      const Result<HelloReply> hello =
+          peer.address ? Hello(*peer.address, secret, kHelloTimeout) : Result<HelloReply>(peer.address.failure());
       if (hello) {
         hosts.emplace_back(peer.spec.name, *peer.address);
+        remote_mtus[peer.spec.name] = hello->mtu;
       } else {
         bad_hosts.push_back({{"node", peer.spec.name}, {"error", hello.error()}});
       }
@@ -689,34 +993,54 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   // vnetperf's latency table: UDP ping-pong with every host at once.
-  static json LatencyTable(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& hosts) {
+  json LatencyTable(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& hosts,
+                    InterfaceCache& interfaces, json& findings) {
     std::vector<PeerTarget> targets;
-    for (const auto& [name, address] : hosts) targets.push_back({name, address});
+    std::vector<std::vector<WatchedDevice>> paths;
+    std::vector<WatchedDevice> watched;
+    std::set<std::string> watched_names;
+    for (const auto& [name, address] : hosts) {
+      targets.push_back({name, address});
+      paths.push_back(DevicesToward(interfaces, address));
+      for (const WatchedDevice& device : paths.back()) {
+        if (watched_names.insert(device.name).second) watched.push_back(device);
+      }
+    }
+    const Burst burst(roots_, watched);
     LatencyOptions latency;
     latency.packets = kFullLatencyPackets;
     latency.interval = kFullPacketInterval;
     latency.reply_timeout = net.reply_timeout;
     const auto measured = MeasureLatency(targets, latency, secret, [&] { return ctx.ShouldStop(); });
+    const CounterDeltas deltas = burst.End(/*tcp=*/false);
     const std::string date = VnetperfDate();
     json rows = json::array();
     for (std::size_t i = 0; i < hosts.size(); ++i) {
       const auto& r = measured[i];
-      rows.push_back({{"date", date},
-                      {"node", hosts[i].first},
-                      {"index", i},
-                      {"rtt_latency_us", Median(r.rtt_seconds) * 1e6},
-                      {"rtt_p99_us", Percentile(r.rtt_seconds, 0.99) * 1e6},
-                      {"clock_skew_us", r.clock_offset_seconds.value_or(0) * 1e6},
-                      {"sent", r.sent},
-                      {"lost", r.lost()}});
+      json row = {{"date", date},
+                  {"node", hosts[i].first},
+                  {"index", i},
+                  {"rtt_latency_us", Median(r.rtt_seconds) * 1e6},
+                  {"rtt_p99_us", Percentile(r.rtt_seconds, 0.99) * 1e6},
+                  {"clock_skew_us", r.clock_offset_seconds.value_or(0) * 1e6},
+                  {"sent", r.sent},
+                  {"lost", r.lost()},
+                  {"interface", paths[i].empty() ? json(nullptr) : json(paths[i].front().name)}};
+      if (r.lost() > 0 && r.sent > 0) {
+        row["attribution"] =
+            Attribute(fmt::format("ping loss {:.1f}%", 100.0 * r.lost() / r.sent), hosts[i].first, paths[i], deltas);
+        findings.push_back(row["attribution"]);
+      }
+      rows.push_back(std::move(row));
     }
     return rows;
   }
 
   // One throughput test over the rate ladder (or the one --datarate): per
   // rate, a session with each host in turn, then their average.
-  static json ThroughputLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
-                               const Secret& secret, const Hosts& hosts, const std::string& test) {
+  json ThroughputLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
+                        const Secret& secret, const Hosts& hosts, const std::string& test, InterfaceCache& interfaces,
+                        json& findings) {
     const auto stop = [&] { return ctx.ShouldStop(); };
     json rows = json::array();
     const std::vector<double> rates = options.datarate > 0 ? std::vector<double>{options.datarate} : kLadder;
@@ -730,7 +1054,12 @@ class NetProbe final : public Probe, private ResponderObserver {
         throughput.duration = options.duration;
         throughput.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
         throughput.datagram_size = net.udp_datagram_size;
-        per_rate.push_back(ThroughputRow(date, test, rate, name, RunThroughput(address, throughput, secret, stop)));
+        const Burst burst(roots_, DevicesToward(interfaces, address));
+        const ThroughputResult r = RunThroughput(address, throughput, secret, stop);
+        const CounterDeltas deltas = burst.End(throughput.test == ThroughputTest::kTcp);
+        json row = ThroughputRow(date, test, rate, name, r);
+        AttributeRow(r, throughput.test, rate * kMiB, interfaces, burst.devices(), deltas, row, findings);
+        per_rate.push_back(std::move(row));
       }
       for (const auto& row : per_rate) rows.push_back(row);
       rows.push_back(AverageRow(per_rate, date, test, rate));
@@ -756,6 +1085,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   std::function<std::vector<std::string>()> local_addresses_;
+  RouteLookup route_;
+  SystemRoots roots_;
   hostperf::RealClock real_clock_;
   const hostperf::Clock* clock_;
   std::shared_ptr<prometheus::Registry> own_registry_;
@@ -778,6 +1109,23 @@ class NetProbe final : public Probe, private ResponderObserver {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& dropped_;
   prometheus::Gauge& responder_up_;
+  prometheus::Family<prometheus::Counter>& interface_errors_;
+  prometheus::Counter& tcp_retransmits_;
+  prometheus::Family<prometheus::Gauge>& interface_info_;
+  prometheus::Family<prometheus::Gauge>& interface_speed_;
+  prometheus::Family<prometheus::Gauge>& interface_mtu_;
+  prometheus::Family<prometheus::Gauge>& peer_interface_;
+  prometheus::Family<prometheus::Gauge>& peer_mtu_mismatch_;
+  prometheus::Family<prometheus::Gauge>& peer_mtu_;
+
+  // What the attribution keeps between runs (runs never overlap).
+  struct RemoteMtuEntry {
+    std::optional<std::uint32_t> mtu;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, RemoteMtuEntry> remote_mtu_;                              // by peer
+  std::map<std::string, std::string> peer_interfaces_;                            // peer -> interface with a series
+  std::map<std::string, std::vector<prometheus::Labels>> interface_info_labels_;  // device -> info series
 
   std::mutex services_mutex_;  // serialises StartServices (start-up, reload, retry)
   std::mutex state_mutex_;

@@ -112,10 +112,11 @@ void WritePayload(const Message& m, Writer& w) {
     case MessageType::kHello:
     case MessageType::kHelloAck:
       w.U8(m.hello.version);
-      w.U8(0);
+      w.U8(m.hello.revision);
       w.U16(0);
       w.U32(m.hello.max_connections);
       for (const std::uint8_t byte : m.hello.nonce) w.U8(byte);
+      if (m.type == MessageType::kHelloAck && m.hello.revision >= 1) w.U32(m.hello.mtu);
       break;
     case MessageType::kPing:
     case MessageType::kPong:
@@ -149,16 +150,22 @@ void WritePayload(const Message& m, Writer& w) {
   }
 }
 
-bool ReadPayload(Reader& r, Message* m) {
+bool ReadPayload(Reader& r, std::size_t length, Message* m) {
   switch (m->type) {
     case MessageType::kHello:
-    case MessageType::kHelloAck:
+    case MessageType::kHelloAck: {
       m->hello.version = r.U8();
-      r.U8();
+      m->hello.revision = r.U8();
       r.U16();
       m->hello.max_connections = r.U32();
       for (std::uint8_t& byte : m->hello.nonce) byte = r.U8();
+      if (m->type == MessageType::kHello) break;
+      // The extension is there exactly when the revision says so.
+      const bool extended = length > *PayloadSize(MessageType::kHelloAck);
+      if (extended != (m->hello.revision >= 1)) return false;
+      if (extended) m->hello.mtu = r.U32();  // later revisions' bytes follow: not ours to read
       break;
+    }
     case MessageType::kPing:
     case MessageType::kPong:
       m->ping.seq = r.U32();
@@ -270,6 +277,12 @@ std::optional<std::size_t> PayloadSize(MessageType type) {
   return std::nullopt;
 }
 
+std::size_t PayloadSizeOf(const Message& message) {
+  const std::size_t base = PayloadSize(message.type).value_or(0);
+  if (message.type == MessageType::kHelloAck && message.hello.revision >= 1) return base + kHelloAckExtensionSize;
+  return base;
+}
+
 namespace {
 
 // header|payload|binding, the signed bytes.
@@ -297,7 +310,7 @@ std::vector<std::uint8_t> EncodeVersion(const Message& message, const Secret& se
   w.U8(static_cast<std::uint8_t>(message.type));
   w.U16(0);
   w.U32(message.session);
-  w.U16(static_cast<std::uint16_t>(PayloadSize(message.type).value_or(0)));
+  w.U16(static_cast<std::uint16_t>(PayloadSizeOf(message)));
   w.U16(0);
   WritePayload(message, w);
   const std::size_t signed_size = out.size();
@@ -339,7 +352,11 @@ Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::sp
     return decoded;
   }
   const auto message_type = static_cast<MessageType>(type);
-  if (length > kMaxPayload || length != PayloadSize(message_type)) {
+  const std::size_t base = *PayloadSize(message_type);
+  // A hello reply of revision >= 1 is longer (see "Revisions" in protocol.h).
+  const bool size_ok = length == base || (message_type == MessageType::kHelloAck &&
+                                          length >= base + kHelloAckExtensionSize && length <= kMaxPayload);
+  if (length > kMaxPayload || !size_ok) {
     decoded.error = DecodeError::kBadLength;
     return decoded;
   }
@@ -359,7 +376,7 @@ Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::sp
   message.type = message_type;
   message.session = session;
   Reader payload(data.subspan(kHeaderSize, length));
-  if (!ReadPayload(payload, &message)) {
+  if (!ReadPayload(payload, length, &message)) {
     decoded.error = DecodeError::kMalformed;
     return decoded;
   }

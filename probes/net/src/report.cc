@@ -65,6 +65,39 @@ void ConnectionsTable(const json& rows, std::string* out) {
   *out += "\n";
 }
 
+// Which interface serves each host (issue 22), then what fell short and
+// where: the result's "findings".
+void InterfacesAndFindings(const json& result, std::string* out) {
+  const json interfaces = result.value("interfaces", json::array());
+  if (!interfaces.empty()) {
+    *out += "Interfaces toward the hosts:\n";
+    for (const json& row : interfaces) {
+      if (!row.contains("interface") || !row["interface"].is_string()) {
+        *out += fmt::format("  {}: interface unknown ({})\n", row.value("node", ""), row.value("error", ""));
+        continue;
+      }
+      std::string lower;
+      for (const json& device : row.value("lower", json::array())) {
+        lower += fmt::format("{}{} member {}", lower.empty() ? "" : ", ", device.value("upper", ""),
+                             device.value("interface", ""));
+      }
+      const auto mtu = [](const json& value) { return value.is_number() ? Int(value) : std::string("unknown"); };
+      *out += fmt::format("  {} via {}{}: MTU {} here, {} there{}\n", row.value("node", ""),
+                          row["interface"].get<std::string>(), lower.empty() ? "" : " (" + lower + ")",
+                          mtu(row.value("mtu_local", json())), mtu(row.value("mtu_remote", json())),
+                          row.value("mtu_mismatch", false) ? " (MISMATCH)" : "");
+    }
+    *out += "\n";
+  }
+  const json findings = result.value("findings", json::array());
+  if (findings.empty()) return;
+  *out += "Findings:\n";
+  for (const json& finding : findings) {
+    if (finding.is_string()) *out += "  " + finding.get<std::string>() + "\n";
+  }
+  *out += "\n";
+}
+
 }  // namespace
 
 std::string FormatVnetperfReport(const json& result) {
@@ -83,6 +116,7 @@ std::string FormatVnetperfReport(const json& result) {
   }
   if (!throughput.empty()) ThroughputTable(throughput, &out);
   if (tests.contains("connections")) ConnectionsTable(tests["connections"], &out);
+  InterfacesAndFindings(result, &out);
   return out;
 }
 

@@ -317,6 +317,8 @@ class ResponderImpl final : public Responder {
       } else if (reply.type == MessageType::kHello) {
         reply.type = MessageType::kHelloAck;
         reply.hello.version = kProtocolVersion;
+        reply.hello.revision = 0;  // no MTU over UDP: the reply must not outgrow the request
+        reply.hello.mtu = 0;
         reply.hello.max_connections = options_.max_connections;
         reply.hello.nonce = RandomNonce();
         binding = decoded.message->hello.nonce;
@@ -540,6 +542,9 @@ class ResponderImpl final : public Responder {
         reply.type = MessageType::kHelloAck;
         reply.hello.max_connections = options_.max_connections;
         reply.hello.nonce = RandomNonce();
+        // A client of the previous release (revision 0) gets the reply it knows.
+        reply.hello.revision = std::min(message.hello.revision, kProtocolRevision);
+        if (reply.hello.revision >= 1 && options_.reply_mtu) reply.hello.mtu = options_.reply_mtu(conn.source);
         Send(conn, reply, message.hello.nonce);
         conn.binding = SessionBinding(message.hello.nonce, reply.hello.nonce);
         conn.state = ConnState::kReady;

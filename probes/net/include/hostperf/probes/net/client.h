@@ -79,6 +79,7 @@ struct ThroughputResult {
   std::uint64_t packets_received = 0;
   std::uint64_t packets_lost = 0;
   double jitter_seconds = 0;
+  std::optional<std::uint32_t> peer_mtu;  // from the session's hello reply (revision >= 1)
   double SentBytesPerSecond() const { return sent_seconds > 0 ? bytes_sent / sent_seconds : 0; }
   double ReceivedBytesPerSecond() const { return sent_seconds > 0 ? bytes_received / sent_seconds : 0; }
   double LossRatio() const {
@@ -91,8 +92,14 @@ struct ThroughputResult {
 ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOptions& options, const Secret& secret,
                                const std::function<bool()>& should_stop, const RealtimeClock& realtime = RealtimeNs);
 
+// What a responder says in its hello reply.
+struct HelloReply {
+  std::uint32_t max_connections = 0;
+  std::uint8_t revision = 0;         // 0: a responder of the previous release
+  std::optional<std::uint32_t> mtu;  // its MTU toward us; unknown before revision 1 or when it cannot tell
+};
 // TCP hello: ok when the responder answers with our protocol version.
-Result<void> Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout);
+Result<HelloReply> Hello(const SocketAddress& peer, const Secret& secret, std::chrono::nanoseconds timeout);
 
 // Opens TCP connections at once, each confirmed by a hello, up to `maximum`
 // or the limit the peer advertises in its hello reply, whichever is lower.

@@ -34,6 +34,9 @@ struct NetProbeSeams {
   // Wall clock of hostperf_net_peer_last_probe_timestamp_seconds; not owned,
   // outlives the probe. Default: the system clock.
   const Clock* clock = nullptr;
+  // The interface toward an address (numeric), for the probe's attribution
+  // and the responder's MTU. Default: rtnetlink (NetlinkRouteInterface).
+  std::function<Result<std::string>(const std::string& address)> route_interface;
 };
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps, NetProbeSeams seams);
 

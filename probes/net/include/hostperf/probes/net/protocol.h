@@ -28,8 +28,21 @@ namespace hostperf::probes::net {
 // Version 1 (no nonces) is refused; a version-1 hello signed with the right
 // secret is answered in version-1 format with version 2 in its payload, so
 // that an old client reports "peer speaks protocol version 2".
+//
+// Revisions (backward-compatible extensions within version 2), negotiated in
+// the hello: the byte after the version, reserved (sent as 0, ignored) before
+// revision 1, is the highest revision the sender speaks; the responder
+// answers with min(client's, its own). Revision 1: a TCP hello reply of
+// revision >= 1 carries 4 more payload bytes, the MTU of the interface the
+// responder's replies to this client leave by (0: unknown), covered by the
+// HMAC like the rest. A revision-0 peer (the previous release) neither sends
+// nor expects them, so its MTU reads as unknown, never as an error. A later
+// revision may append more bytes; a reader takes what it knows. UDP hello
+// replies stay at revision 0 (a reply is never larger than its request).
 inline constexpr std::uint32_t kMagic = 0x48504e54;  // "HPNT"
 inline constexpr std::uint8_t kProtocolVersion = 2;
+inline constexpr std::uint8_t kProtocolRevision = 1;
+inline constexpr std::size_t kHelloAckExtensionSize = 4;  // revision 1: the MTU (u32)
 inline constexpr std::uint8_t kLegacyProtocolVersion = 1;
 inline constexpr std::size_t kNonceSize = 16;
 using Nonce = std::array<std::uint8_t, kNonceSize>;
@@ -56,8 +69,10 @@ enum class ThroughputTest : std::uint8_t { kTcp = 1, kUdp = 2 };
 
 struct Hello {
   std::uint8_t version = kProtocolVersion;
-  std::uint32_t max_connections = 0;  // in kHelloAck
-  Nonce nonce{};                      // kHello: the client's; kHelloAck: the responder's
+  std::uint8_t revision = kProtocolRevision;  // see "Revisions" above; 0 from a peer of the previous release
+  std::uint32_t max_connections = 0;          // in kHelloAck
+  Nonce nonce{};                              // kHello: the client's; kHelloAck: the responder's
+  std::uint32_t mtu = 0;                      // kHelloAck of revision >= 1: the responder's MTU toward us; 0: unknown
 };
 struct Ping {
   std::uint32_t seq = 0;
@@ -111,8 +126,11 @@ std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret,
 // Decodes one message at the start of `data`. Never reads past `data`.
 // kTruncated means "need more bytes" on a stream.
 Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::span<const std::uint8_t> binding = {});
-// Payload length of a message type (fixed per type in version 2).
+// Payload length of a message type at revision 0 (fixed per type, except a
+// hello reply of revision >= 1, which is longer: PayloadSizeOf).
 std::optional<std::size_t> PayloadSize(MessageType type);
+// The payload length Encode writes for this message.
+std::size_t PayloadSizeOf(const Message& message);
 
 // The binding of a TCP connection's messages after the hello: both nonces.
 std::vector<std::uint8_t> SessionBinding(const Nonce& client, const Nonce& responder);

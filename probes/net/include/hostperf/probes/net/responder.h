@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +33,10 @@ struct ResponderOptions {
   std::uint32_t max_session_ms = 60000;                // longer throughput sessions are DENIED
   RealtimeClock realtime = RealtimeNs;
   ResponderObserver* observer = nullptr;  // may be null; must outlive the responder
+  // The MTU of the interface replies to this client address (numeric) leave
+  // by, sent in TCP hello replies of revision >= 1; 0 or unset: unknown.
+  // Called on the serving thread, once per hello: keep it cheap.
+  std::function<std::uint32_t(const std::string& client_address)> reply_mtu;
 };
 
 // The peer responder: answers hello and ping over UDP, hello and throughput
