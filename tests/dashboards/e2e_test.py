@@ -201,6 +201,7 @@ def wait_for_probes(url, deadline):
 ABSENT_HERE = {
     "hostperf_disk_member_service_ratio": "arrays of two or more devices only; the test's directory is on one disk",
     "hostperf_disk_member_seconds_per_op": "needs 8 device operations in a run; the test's runs write 4 MB",
+    "hostperf_net_interface_speed_bytes_per_second": "the only peer is over loopback, which has no link speed",
 }
 
 

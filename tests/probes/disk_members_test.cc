@@ -154,16 +154,14 @@ TEST(DiskMembersTest, ReadsTheKernelsStatFields) {
 
 TEST(DiskMembersTest, SlowMemberStandsOutAgainstItsSiblingsMedian) {
   // Four members; sdc1 took ten times as long per read, the same per write.
-  const std::map<std::string, DeviceCounters> before = {
-      {"sda1", {100, 0, 100, 50, 0, 50}},
-      {"sdb1", {100, 0, 100, 50, 0, 50}},
-      {"sdc1", {100, 0, 100, 50, 0, 50}},
-      {"sdd1", {100, 0, 100, 50, 0, 50}}};
-  const std::map<std::string, DeviceCounters> after = {
-      {"sda1", {300, 40960, 300, 150, 20480, 250}},
-      {"sdb1", {300, 40960, 320, 150, 20480, 250}},
-      {"sdc1", {300, 40960, 2100, 150, 20480, 250}},
-      {"sdd1", {300, 40960, 280, 150, 20480, 250}}};
+  const std::map<std::string, DeviceCounters> before = {{"sda1", {100, 0, 100, 50, 0, 50}},
+                                                        {"sdb1", {100, 0, 100, 50, 0, 50}},
+                                                        {"sdc1", {100, 0, 100, 50, 0, 50}},
+                                                        {"sdd1", {100, 0, 100, 50, 0, 50}}};
+  const std::map<std::string, DeviceCounters> after = {{"sda1", {300, 40960, 300, 150, 20480, 250}},
+                                                       {"sdb1", {300, 40960, 320, 150, 20480, 250}},
+                                                       {"sdc1", {300, 40960, 2100, 150, 20480, 250}},
+                                                       {"sdd1", {300, 40960, 280, 150, 20480, 250}}};
   const auto activity = CompareMembers(before, after);
   ASSERT_EQ(activity.size(), 4u);
   const MemberActivity& slow = activity[2];

@@ -86,7 +86,7 @@ function(config)
                                                    + 'error counters that grew while this host\'s own pings and '
                                                    + 'bursts ran, and the host\'s TCP retransmits during its TCP '
                                                    + 'bursts. Alert: HostperfNetInterfaceErrors.',
-                 [g.target('sum by (instance, interface, counter) (increase(hostperf_net_interface_errors_during_probe_total{%s}[$__rate_interval])) > 0'
+                 [g.target('sum by (instance, interface, counter) (increase(hostperf_net_interface_errors_during_probe_total{%s}[$__rate_interval]))'
                            % SEL, '{{instance}} {{interface}} {{counter}}'),
                   g.target('increase(hostperf_net_tcp_retransmits_during_probe_total{%s}[$__rate_interval])' % SEL,
                            '{{instance}} TCP retransmits', 'B')], 'none', min=0),
@@ -101,7 +101,7 @@ function(config)
                                                    + 'this host (remote, from its hello reply). Alert: '
                                                    + 'HostperfNetMtuMismatch.',
                  [g.target('hostperf_net_peer_mtu_bytes{%s}' % SEL, '{{instance}} → {{peer}} {{side}}'),
-                  g.target('hostperf_net_peer_mtu_mismatch{%s} == 1' % SEL, '{{instance}} → {{peer}} mismatch', 'B')],
+                  g.target('hostperf_net_peer_mtu_mismatch{%s}' % SEL, '{{instance}} → {{peer}} mismatch (1)', 'B')],
                  'none', min=0),
     g.table('Interface per peer', 'The interface the route to each peer uses.',
             [g.target('hostperf_net_peer_interface_info{%s}' % SEL, instant=true, format='table')], 'none',
