@@ -12,12 +12,14 @@
 #                 against prometheus-node-exporter on the same machine
 #   peers         one daemon probing 200 peers (one responder serving 200 ports) with the default
 #                 max_peers_per_cycle: CPU per cycle and per probed peer
+#   attribution   the disk probe's CPU per run and Read MB/s with probes.disk.attribute_members on
+#                 and off, alternating, on the same directory (ATTRIBUTION_DIR)
 # Environment: RUNS (3), SECONDS_PER_RUN (20), COST_MINUTES (30), PEERS_SECONDS (60).
 set -euo pipefail
-build=${1:?usage: run.sh BUILD_DIR [interference|cost|scrape|peers]...}
+build=${1:?usage: run.sh BUILD_DIR [interference|cost|scrape|peers|attribution]...}
 shift
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(interference cost scrape peers)
+[ ${#sections[@]} -eq 0 ] && sections=(interference cost scrape peers attribution)
 runs=${RUNS:-3}
 seconds=${SECONDS_PER_RUN:-20}
 cost_minutes=${COST_MINUTES:-30}
@@ -187,6 +189,45 @@ peers = [$list]"
   echo "peers: 200 known, $probed probed per cycle, $up seen up so far; $cycles cycles in ${peers_seconds} s; cpu $(python3 -c "print(round($cpu / max($cycles, 1) * 1000, 1))") ms per cycle, $(python3 -c "print(round($cpu / max($cycles, 1) / max($probed, 1) * 1000, 2))") ms per probed peer (the responder's CPU: $(cpu_seconds "$responder_pid") s)"
   stop_daemon
   kill "$responder_pid" 2>/dev/null || true
+}
+
+# The disk probe's cost with attribution (each member's kernel counters read
+# around the run) on and off: `hostperf io` runs alternating the two configs
+# on the same directory (ATTRIBUTION_DIR, default: a directory under /var/tmp,
+# on the host's disk). CPU seconds of the whole process (user + system) and
+# Read MB/s per run; medians and on/off ratios.
+attribution() {
+  local dir=${ATTRIBUTION_DIR:-$work/attribution}
+  mkdir -p "$dir"
+  local cli="$build/exporter/hostperf"
+  for mode in on off; do
+    printf '[probes.disk]\nreserve = "1mb"\nattribute_members = %s\n' \
+      "$([ $mode = on ] && echo true || echo false)" >"$work/attribution-$mode.toml"
+  done
+  python3 - "$cli" "$work" "$dir" "$runs" <<'PY'
+import json, resource, statistics, subprocess, sys
+cli, work, directory, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+cpu = {"on": [], "off": []}
+read = {"on": [], "off": []}
+for i in range(runs):
+    for mode in (("on", "off") if i % 2 == 0 else ("off", "on")):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run([cli, f"--config.file={work}/attribution-{mode}.toml", "io", "--duration=4s",
+                              "--thread-count=1", "--data-size=256mb", "--json", directory],
+                             check=True, capture_output=True, text=True).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[mode].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        result = json.loads(out)
+        tests = {t["test"]: t for t in result["directories"][0]["tests"]}
+        read[mode].append(tests["Read"]["throughput_bytes_per_second"] / 2**20)
+        members = len(result["directories"][0].get("array", {}).get("members", []))
+        print(f"attribution: run {i + 1} {mode}: cpu {cpu[mode][-1]:.3f} s, Read {read[mode][-1]:.0f} MB/s"
+              + (f", {members} member(s) attributed" if mode == "on" else ""), flush=True)
+c_on, c_off = statistics.median(cpu["on"]), statistics.median(cpu["off"])
+r_on, r_off = statistics.median(read["on"]), statistics.median(read["off"])
+print(f"attribution: median cpu per run on {c_on:.3f} s, off {c_off:.3f} s, on/off {c_on / c_off:.3f}; "
+      f"Read on {r_on:.0f} MB/s, off {r_off:.0f} MB/s, on/off {r_on / r_off:.3f} ({runs} runs each)")
+PY
 }
 
 echo "# bench/impact on $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"

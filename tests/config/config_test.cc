@@ -369,6 +369,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.disk.disable_crc",
       "probes.disk.reserve",
       "probes.disk.member_slow_ratio",
+      "probes.disk.attribute_members",
       "probes.net.enabled",
       "probes.net.interval",
       "probes.net.timeout",

@@ -62,6 +62,7 @@ struct Plan {
   bool verbose = false;  // --debug
   std::string hdfs_ca_file;
   double member_slow_ratio = 2.0;
+  bool attribute_members = true;
   // The configuration generation the run started under (see Publish).
   std::uint64_t generation = 0;
   Clock::duration duration{0};
@@ -568,6 +569,7 @@ class DiskProbe final : public Probe {
     plan.verbose = options.debug;
     plan.hdfs_ca_file = options.hdfs_ca_file;
     plan.member_slow_ratio = config.member_slow_ratio;
+    plan.attribute_members = config.attribute_members;
     // Scheduled: Write and ReWrite together write bytes_per_run.
     plan.data_size = plan.full ? options.data_size : std::max<std::uint64_t>(config.bytes_per_run / 2, 1);
     plan.reserve = config.reserve;
@@ -744,7 +746,7 @@ class DiskProbe final : public Probe {
         break;
       }
       lane.workload = std::move(created).value();
-      lane.members = StartMembers(path);
+      lane.members = plan.attribute_members ? StartMembers(path) : std::nullopt;
       if (ctx.on_report) ctx.on_report(Tagged("directory", lane.entry));
     }
     if (failure) return finish();
@@ -895,7 +897,7 @@ class DiskProbe final : public Probe {
     if (!created.ok()) return Failed(created.failure());
     Workload& workload = **created;
     std::uint64_t verify_errors = 0;
-    auto members = StartMembers(path);
+    auto members = plan.attribute_members ? StartMembers(path) : std::nullopt;
     const auto tested = RunTests(ctx, plan, path, cores, share, kAllTests, workload, dir_json, result, verify_errors);
     if (members && tested.ok()) RecordMembers(ctx, plan, path, *members, dir_json);
     if (plan.preserve_files && tested.ok()) dir_json["preserved_files"] = workload.Preserve();

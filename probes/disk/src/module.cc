@@ -46,6 +46,7 @@ void DeclareKeys(config::Schema& schema, DiskProbeConfig& disk) {
   schema.Bool("disable_crc", &disk.disable_crc);
   schema.Size("reserve", &disk.reserve);
   schema.Number("member_slow_ratio", &disk.member_slow_ratio, {1.1, 100, true, "[1.1, 100]"});
+  schema.Bool("attribute_members", &disk.attribute_members);
 }
 
 config::SectionSchema Section() {

@@ -34,6 +34,9 @@ struct DiskProbeConfig : config::ProbeSection {
   // write is this many times its siblings' median is named (the run's
   // findings, the log; the alert has its own threshold in the mixin).
   double member_slow_ratio = 2.0;
+  // false: no member counters read (bench/impact's attribution section
+  // measures the cost with it on and off).
+  bool attribute_members = true;
 };
 
 inline constexpr std::string_view kStateRole = "state";
