@@ -419,11 +419,12 @@ class CpuProbe final : public Probe {
         cores.measured_cpu = *cpu;
         cores.measured_median_seconds = *median;
         windows_.Add(*cpu, *median, config.core_window);
+      } else if (median.reason() == "stopped") {
+        cores.pin_error = median.error();  // the same CPU's turn again next run
       } else {
         windows_.Skip(*cpu);
         cores.pin_error = median.error();
-        if (median.reason() != "stopped")
-          spdlog::warn("cpu probe: per-core sample of CPU {}: {}", *cpu, median.error());
+        spdlog::warn("cpu probe: per-core sample of CPU {}: {}", *cpu, median.error());
       }
     }
     cores.stats = windows_.Stats(cores.min_samples, cores.outlier_ratio);
