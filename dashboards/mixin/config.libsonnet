@@ -47,6 +47,7 @@
     cpuFleetRatio: 1.2,
     cpuLowLoadMedianSeconds: 200e-6,  // vcpuperf
     cpuThrottleRatio: 2,
+    cpuCoreOutlierRatio: 1.5,  // probes.cpu.core_outlier_ratio's default (the exporter names the core)
     probeStaleIntervals: 3,
 
     // --- time windows: every range and `for:` of the rules. A simulation with

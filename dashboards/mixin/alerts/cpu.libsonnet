@@ -20,6 +20,17 @@ local p = import '../lib/promql.libsonnet';
           'warning', 'CPU low-load throttling on {{ $labels.instance }}',
           'The ~70 us task takes {{ $value | printf "%%.2f" }} times longer after an idle gap than under load on {{ $labels.instance }} (job {{ $labels.job }}), above %g for %s: the CPU clocks down when idle (power-saving BIOS or governor settings).' % [c.cpuThrottleRatio, p.words(c.forMedium)],
           c.forMedium, { signal: 'throttle_ratio' }),
+        // One core of the host is slow: the exporter names it (hostperf_cpu_core_outlier,
+        // from its pinned low-load medians against its siblings'), one alert per core.
+        a('HostperfCpuCoreSlow',
+          p.hostLabels(c, |||
+            %s
+              and on(instance, job, cpu)
+            (%s == 1)
+          ||| % [m('hostperf_cpu_core_task_ratio'), m('hostperf_cpu_core_outlier')]),
+          'warning', 'CPU core {{ $labels.cpu }} slow on {{ $labels.instance }}',
+          'Core {{ $labels.cpu }} of {{ $labels.instance }} (job {{ $labels.job }}) runs the low-load task {{ $value | printf "%%.1f" }}× slower than its {{ with printf "count(%s{instance=%%q, job=%%q}) - 1" $labels.instance $labels.job | query }}{{ . | first | value }}{{ end }} siblings (median of its pinned low-load timings against theirs), above probes.cpu.core_outlier_ratio for %s: an interrupt or real-time load pinned there, thermal throttling of its package, or a failing core.' % ['hostperf_cpu_core_task_median_seconds', p.words(c.forMedium)],
+          c.forMedium),
         a('HostperfCpuWorkloadChecksumErrors',
           p.hostLabels(c, 'increase(%s[%s]) > 0' % [m('hostperf_cpu_workload_errors_total'), c.errorWindow]),
           'critical', 'CPU computed a wrong result on {{ $labels.instance }}',

@@ -22,6 +22,29 @@ function(config)
               'sum by (le) (rate(hostperf_cpu_task_seconds_bucket{load="low", %s}[$__rate_interval]))' % SEL, 's'),
     g.heatmap('High-load task time distribution', 'Histogram of every high-load task timing.',
               'sum by (le) (rate(hostperf_cpu_task_seconds_bucket{load="high", %s}[$__rate_interval]))' % SEL, 's'),
+    g.row('Per core'),
+    g.timeseries('Per-core low-load median', 'Per CPU: median of its last pinned low-load task medians (one CPU '
+                                             + 'measured per scheduled run, in rotation: a CPU appears after CPUs x '
+                                             + 'core_min_samples runs).',
+                 [g.target('hostperf_cpu_core_task_median_seconds{%s}' % SEL, '{{instance}} cpu {{cpu}}')], 's',
+                 LOW_LOAD, w=8),
+    g.timeseries('Per-core ratio to siblings', 'Per CPU: its median / the median of the other CPUs\' medians. '
+                                               + 'Above core_outlier_ratio (1.5) the core is named slow '
+                                               + '(HostperfCpuCoreSlow).',
+                 [g.target('hostperf_cpu_core_task_ratio{%s}' % SEL, '{{instance}} cpu {{cpu}}')], 'none',
+                 g.steps(c.green, [[t.coreOutlierRatio, c.red]]), w=8),
+    g.timeseries('Per-core frequency', 'cpufreq\'s current frequency per CPU, read after each scheduled run; '
+                                       + 'empty where the kernel has no cpufreq (VMs).',
+                 [g.target('hostperf_cpu_core_frequency_hertz{%s}' % SEL, '{{instance}} cpu {{cpu}}')], 'hertz',
+                 w=8),
+    g.table('Power settings', 'cpufreq driver, governor, energy_performance_preference and pstate status of cpu0; '
+                              + 'empty where the kernel has no cpufreq (VMs). See the runbook for the wrong ones.',
+            [g.target('hostperf_cpu_power_info{%s}' % SEL, instant=true, format='table')], 'none',
+            hide=['Time', 'Value', '__name__']),
+    g.bargauge('Idle states enabled', 'CPUs with each cpuidle state enabled (deep states with a long exit latency '
+                                      + 'slow low-load work); empty where the kernel has no cpuidle states (VMs).',
+               [g.target('hostperf_cpu_idle_state_enabled_cores{%s}' % SEL, '{{instance}} {{state}}',
+                         instant=true)], 'none', g.steps(c.blue), min=0),
     g.row('Workload and baselines'),
     g.timeseries('Workload CPU time vs baseline', 'CPU time of the checksum-verified scheduled workload and this '
                                                   + 'binary\'s baseline (from the config or calibrated on the first runs).',

@@ -35,6 +35,7 @@
     lowLoadIdealSeconds: 100e-6,  // vcpuperf: yellow above
     lowLoadMaxSeconds: $.cpuLowLoadMedianSeconds,
     throttleRatio: $.cpuThrottleRatio,
+    coreOutlierRatio: $.cpuCoreOutlierRatio,
     baselineRatio: $.baselineRatio.cpu,
     cpuFleetRatio: $.cpuFleetRatio,
     diskMinBytesPerCore: $.diskPerCoreMinimumBytes,

@@ -23,6 +23,11 @@ void DeclareKeys(config::Schema& schema, CpuProbeConfig& cpu) {
   schema.Uint("throttle_samples", &cpu.throttle_samples, 1, 100000);
   schema.Duration("low_load_gap", &cpu.low_load_gap, config::kAnyDuration);
   schema.Duration("high_load_spin", &cpu.high_load_spin, config::kAnyDuration);
+  schema.Uint("core_window", &cpu.core_window, 1, 100);
+  schema.Uint("core_min_samples", &cpu.core_min_samples, 1, 100);
+  schema.Number("core_outlier_ratio", &cpu.core_outlier_ratio,
+                {1, 100, false, "(must be a ratio greater than 1, at most 100)"});
+  schema.Uint("max_cores", &cpu.max_cores, 0, 8192);
   schema.DurationTable("baselines", &cpu.baselines, config::kPositive, "{ \"0123abcd0123abcd\" = \"48ms\" }");
   schema.TableArray("reference_times", &cpu.reference_times, &DeclareReferenceTime, {"cpu", "fingerprint", "seconds"},
                     kMaxReferenceTimes,
@@ -82,6 +87,21 @@ std::vector<Figure> CpuFigures(const nlohmann::json& result) {
   if (const auto ratio = NumberField(result, "throttle_ratio")) {
     out.push_back({"throttle_ratio", "", "low/high load ratio", *ratio, FormatNumber("%.2f", *ratio), "pass ≤ 2",
                    *ratio <= 2 ? Verdict::kPass : Verdict::kFail});
+  }
+  // The slowest core against its siblings, once the rotation has two cores
+  // with a median (scheduled runs; the threshold is the configured ratio).
+  if (const auto cores = result.find("cores"); cores != result.end() && cores->is_object()) {
+    const auto slowest = cores->find("slowest");
+    const auto limit = NumberField(*cores, "outlier_ratio");
+    if (slowest != cores->end() && slowest->is_object() && limit) {
+      const auto cpu = NumberField(*slowest, "cpu");
+      const auto ratio = NumberField(*slowest, "ratio");
+      if (cpu && ratio) {
+        out.push_back({"slowest_core_task_ratio", FormatNumber("cpu %.0f", *cpu), "slowest core / its siblings", *ratio,
+                       FormatNumber("%.2f×", *ratio), FormatNumber("pass ≤ %g", *limit),
+                       *ratio > *limit ? Verdict::kWarn : Verdict::kPass});
+      }
+    }
   }
   if (const auto baseline = NumberField(result, "baseline_ratio")) {
     out.push_back({"baseline_ratio", "", "CPU time / baseline", *baseline, FormatNumber("%.3f", *baseline),

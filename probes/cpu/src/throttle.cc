@@ -110,4 +110,12 @@ ThrottleResult RunThrottleTest(const ThrottleOptions& options, const RunContext&
   return result;
 }
 
+ThrottleResult RunLowLoadTest(const ThrottleOptions& options, const RunContext& ctx) {
+  ThrottleResult result;
+  result.complete = TimeSamples(
+      options, ctx, [&] { return SleepFor(options.low_load_gap, ctx); }, result.low_seconds);
+  result.low_median_seconds = Median(result.low_seconds);
+  return result;
+}
+
 }  // namespace hostperf::probes::cpu

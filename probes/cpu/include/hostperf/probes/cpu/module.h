@@ -39,6 +39,15 @@ struct CpuProbeConfig : config::ProbeSection {
   std::map<std::string, config::Duration> baselines;
   // Reference machines' full-run times, printed by `hostperf cpu`.
   std::vector<ReferenceTime> reference_times;
+  // Per-core attribution: pinned low-load medians kept per core (the window),
+  // how many a core needs before it has a median, and how far above its
+  // siblings' median it must stand to be named slow.
+  std::uint32_t core_window = 5;
+  std::uint32_t core_min_samples = 3;
+  double core_outlier_ratio = 1.5;
+  // Series per core family; above it the rotation visits an evenly spread
+  // subset of the CPUs. 0 turns the per-core rotation off.
+  std::uint32_t max_cores = 512;
 };
 
 // vcpuperf: the cpu probe's module (registered in probes/registry.cc).

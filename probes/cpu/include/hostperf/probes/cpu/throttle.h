@@ -38,4 +38,8 @@ struct ThrottleResult {
 // and while sleeping.
 ThrottleResult RunThrottleTest(const ThrottleOptions& options, const RunContext& ctx);
 
+// The low-load phase alone (high-load fields stay empty and 0): the per-core
+// rotation's one pinned measurement per run.
+ThrottleResult RunLowLoadTest(const ThrottleOptions& options, const RunContext& ctx);
+
 }  // namespace hostperf::probes::cpu
