@@ -159,7 +159,8 @@ TEST(NetInterfacesTest, TheReportNamesTheInterfaceAndTheMemberWhoseCountersMoved
   still.tcp_retransmits = 0;
   const std::vector<WatchedDevice> eth0 = {{"eth0", ""}};
   EXPECT_EQ(Attribute("UDP loss 0.5%", "10.0.0.7", eth0, still),
-            "UDP loss 0.5% to peer 10.0.0.7 via eth0: no interface counter moved: the fault is past this host");
+            "UDP loss 0.5% to peer 10.0.0.7 via eth0: no interface counter moved: the loss is in a qdisc or shaper "
+            "here, or past this host");
   EXPECT_EQ(Attribute("UDP loss 0.5%", "10.0.0.7", {}, still),
             "UDP loss 0.5% to peer 10.0.0.7 (its interface is unknown: no route found)");
   EXPECT_EQ(DescribeMtuMismatch("10.0.0.7", "eth0", 9000, 1500),

@@ -290,7 +290,7 @@ std::string Attribute(std::string_view shortfall, std::string_view peer, std::sp
       moved.push_back(who + ": " + counters);
     }
     if (moved.empty()) {
-      text += ": no interface counter moved: the fault is past this host";
+      text += ": no interface counter moved: the loss is in a qdisc or shaper here, or past this host";
     } else {
       std::string joined;
       for (const std::string& m : moved) joined += (joined.empty() ? "" : "; ") + m;

@@ -96,7 +96,7 @@ CounterDeltas Diff(const CounterSnapshot& before, const CounterSnapshot& after);
 
 // One sentence naming where a short burst went and what moved:
 //   "loss 3.2% to peer 10.0.0.7 via eth0 (bond0 member eth2: rx_crc_errors +41)"
-//   "... via eth0: no interface counter moved: the fault is past this host"
+//   "... via eth0: no interface counter moved: the loss is in a qdisc or shaper here, or past this host"
 // `shortfall` says what fell short ("loss 3.2%"); `devices` as
 // InterfaceCache::Devices gives them (empty: the interface is unknown). TCP
 // retransmits, host-wide, are appended when they grew.
