@@ -220,7 +220,7 @@ for i in range(runs):
         result = json.loads(out)
         tests = {t["test"]: t for t in result["directories"][0]["tests"]}
         read[mode].append(tests["Read"]["throughput_bytes_per_second"] / 2**20)
-        members = len(result["directories"][0].get("array", {}).get("members", []))
+        members = len(result["directories"][0].get("members", []))
         print(f"attribution: run {i + 1} {mode}: cpu {cpu[mode][-1]:.3f} s, Read {read[mode][-1]:.0f} MB/s"
               + (f", {members} member(s) attributed" if mode == "on" else ""), flush=True)
 c_on, c_off = statistics.median(cpu["on"]), statistics.median(cpu["off"])

@@ -145,7 +145,7 @@ TEST_F(DiskProbeTest, FullRunReportsRowsEveryLogIntervalAndSharesTheDuration) {
   EXPECT_EQ(reports_.front()["kind"], "directory");
   EXPECT_EQ(reports_.front()["buffer_size"], 16384);
   const bool members = reports_.back()["kind"] == "members";
-  EXPECT_EQ(members, outcome.result["directories"][0].contains("array"));
+  EXPECT_EQ(members, outcome.result["directories"][0].contains("members"));
   EXPECT_EQ(reports_.size(), rows.size() + 1 + (members ? 1 : 0));
   EXPECT_EQ(CountEntries(data_.path()), 0u);
 }

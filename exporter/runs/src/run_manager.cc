@@ -258,8 +258,26 @@ void RunManager::LoadHistory() {
 
 void RunManager::PersistLocked() {
   if (options_.history_file.empty()) return;
-  const json document = {{"version", kHistoryVersion}, {"runs", runs_}};
-  pending_history_ = document.dump() + "\n";
+  // The document is {"version": N, "runs": [...]}, spliced from each run's
+  // text: final runs reuse the text printed when they ended.
+  std::map<std::string, std::string> kept;
+  std::string text = "{\"runs\":[";
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    const json& run = runs_[i];
+    if (i > 0) text += ',';
+    if (!IsFinal(run.value("state", ""))) {
+      text += run.dump();
+      continue;
+    }
+    const std::string id = run.value("id", "");
+    auto cached = final_text_.find(id);
+    std::string printed = cached != final_text_.end() ? std::move(cached->second) : run.dump();
+    text += printed;
+    kept.emplace(id, std::move(printed));
+  }
+  final_text_ = std::move(kept);  // trimmed runs drop out here
+  text += "],\"version\":" + std::to_string(kHistoryVersion) + "}\n";
+  pending_history_ = std::move(text);
 }
 
 void RunManager::Flush() {

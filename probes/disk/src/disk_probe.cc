@@ -439,9 +439,14 @@ class DiskProbe final : public Probe {
                      json& dir_json) {
     const auto activity = sampler.End();
     const DirectoryStack& stack = sampler.stack();
+    // Flat: a run's result is stored in the run history, whose JSON is
+    // printed on a CivetWeb worker's small stack (every level of nesting
+    // costs a recursion there); the leaves are one comma-separated string.
     json members = json::array();
     for (const auto& member : stack.members) {
-      json entry = {{"device", member.device}, {"leaves", member.leaves}};
+      std::string leaves;
+      for (const auto& leaf : member.leaves) leaves += (leaves.empty() ? "" : ",") + leaf;
+      json entry = {{"device", member.device}, {"leaves", leaves}};
       if (!member.model.empty()) entry["model"] = member.model;
       if (!member.serial.empty()) entry["serial"] = member.serial;
       for (const auto& done : activity) {
@@ -458,9 +463,16 @@ class DiskProbe final : public Probe {
       members.push_back(std::move(entry));
     }
     const auto findings = SlowMemberFindings(activity, plan.member_slow_ratio);
-    json report = {{"directory", path},  {"stack", stack.top},       {"kind", stack.kind},
-                   {"members", members}, {"slow_members", findings}, {"slow_ratio", plan.member_slow_ratio}};
-    dir_json["array"] = report;
+    dir_json.update({{"array_stack", stack.top},
+                     {"array_kind", stack.kind},
+                     {"members", members},
+                     {"slow_members", findings},
+                     {"member_slow_ratio", plan.member_slow_ratio}});
+    const json report = {{"directory", path},
+                         {"stack", stack.top},
+                         {"kind", stack.kind},
+                         {"members", members},
+                         {"slow_members", findings}};
     for (const auto& finding : findings) spdlog::warn("disk probe: array behind {}: {}", path, finding);
     if (ctx.on_report) ctx.on_report(Tagged("members", report));
 

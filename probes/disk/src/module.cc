@@ -119,11 +119,9 @@ std::vector<Figure> DiskFigures(const nlohmann::json& result) {
   // The array behind each directory: its slowest member against its
   // siblings (a warning from the configured member_slow_ratio on).
   for (const nlohmann::json& directory : ArrayField(result, "directories")) {
-    if (!directory.contains("array") || !directory["array"].is_object()) continue;
-    const nlohmann::json& array = directory["array"];
-    const double limit = NumberField(array, "slow_ratio").value_or(2.0);
+    const double limit = NumberField(directory, "member_slow_ratio").value_or(2.0);
     std::optional<Figure> worst;
-    for (const nlohmann::json& member : ArrayField(array, "members")) {
+    for (const nlohmann::json& member : ArrayField(directory, "members")) {
       for (const char* op : {"read", "write"}) {
         const auto ratio = NumberField(member, op == std::string("read") ? "read_ratio" : "write_ratio");
         if (!ratio || (worst && worst->value >= *ratio)) continue;

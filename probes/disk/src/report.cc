@@ -65,10 +65,7 @@ std::string FormatArrayReport(const json& report) {
     return member.contains(key) ? fmt::format("{:.2f} ms", member[key].get<double>() * 1000) : std::string("-");
   };
   for (const json& member : members) {
-    std::string leaves;
-    for (const auto& leaf : member.value("leaves", json::array())) {
-      leaves += (leaves.empty() ? "" : ",") + leaf.get<std::string>();
-    }
+    const std::string leaves = member.value("leaves", "");
     std::string identity = member.value("model", "");
     if (member.contains("serial")) identity += (identity.empty() ? "serial " : " serial ") + member.value("serial", "");
     out += fmt::format("  {:<12} disk {:<16} read {:>10}/op  write {:>10}/op{}{}\n", member.value("device", ""), leaves,

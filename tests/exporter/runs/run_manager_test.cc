@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/collectable.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -428,6 +429,51 @@ TEST_F(RunManagerTest, KeepsTheLastNRuns) {
   ASSERT_EQ(recent.size(), 2u);
   EXPECT_EQ(recent[0]["id"], ids[2]);  // newest first
   EXPECT_EQ(recent[1]["id"], ids[1]);
+}
+
+// Submit runs on an HTTP worker, whose stack is small (102400 bytes in
+// Debian's CivetWeb, tests/exporter/http/worker_stack_test.cc), and persists
+// the history: the finished runs' results, however nested, are not printed
+// again there (under ASan each level of nesting costs the printer kilobytes).
+TEST_F(RunManagerTest, SubmitOnAWorkerSizedStackDoesNotReprintFinishedResults) {
+  json nested = {{"leaf", std::string(64, 'x')}};
+  for (int level = 0; level < 24; ++level) nested = {{"level", json::array({nested, level})}};
+  cpu_.SetOutcome(ProbeOutcome::Success(nested));
+  cpu_.Release(true);
+  auto manager = Make();
+  const std::string first = Accepted(*manager, {{"probes", {"cpu"}}});
+  ASSERT_TRUE(WaitForState(*manager, first, "succeeded"));
+
+  struct Call {
+    RunManager* manager;
+    RunManager::Submission submission;
+  } call{manager.get(), {}};
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 102400), 0);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* arg) -> void* {
+                  auto* c = static_cast<Call*>(arg);
+                  c->submission = c->manager->Submit({{"probes", {"cpu"}}});
+                  return nullptr;
+                },
+                &call),
+            0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  ASSERT_EQ(call.submission.status, Status::kAccepted) << call.submission.error;
+  ASSERT_TRUE(WaitForState(*manager, call.submission.id, "succeeded"));
+
+  // The spliced history is one valid document that keeps every result whole.
+  std::ifstream in(history_file());
+  const json history = json::parse(in, nullptr, false);
+  ASSERT_TRUE(history.is_object());
+  EXPECT_EQ(history["version"], 1);
+  ASSERT_EQ(history["runs"].size(), 2u);
+  EXPECT_EQ(history["runs"][0]["results"]["cpu"], nested);
+  EXPECT_EQ(history["runs"][1]["id"], call.submission.id);
 }
 
 TEST_F(RunManagerTest, CorruptHistoryIsMovedAsideAndAFreshOneStarted) {

@@ -140,7 +140,11 @@ class RunManager {
   unsigned long sequence_ = 0;
   std::map<std::string, double> finished_counts_;  // final state -> runs since start
   std::optional<std::string> pending_history_;     // the newest unwritten snapshot
-  std::mutex write_mu_;                            // one history write at a time; taken before mu_
+  // Each final run's JSON text, printed once by the thread that finished it
+  // (the run thread, with a full stack), so that a Submit or Cancel on an
+  // HTTP worker's small stack never walks the results' nesting again.
+  std::map<std::string, std::string> final_text_;
+  std::mutex write_mu_;  // one history write at a time; taken before mu_
   std::thread worker_;
 };
 
