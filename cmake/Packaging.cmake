@@ -39,8 +39,10 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
 # postinst creates the service user with useradd (passwd) where
-# systemd-sysusers (systemd, only recommended) is missing.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd")
+# systemd-sysusers (systemd, only recommended) is missing. libcurl4: loaded
+# with dlopen() (config/base/src/http_client.cc), so dpkg-shlibdeps cannot
+# see it; 7.85 is the first with CURLOPT_PROTOCOLS_STR, the newest option the client sets.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd, libcurl4 (>= 7.85)")
 configure_file(${PROJECT_SOURCE_DIR}/systemd/deb/postinst.in ${PROJECT_BINARY_DIR}/deb/postinst @ONLY
                FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

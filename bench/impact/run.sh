@@ -14,12 +14,16 @@
 #                 max_peers_per_cycle: CPU per cycle and per probed peer
 #   attribution   the disk probe's CPU per run and Read MB/s with probes.disk.attribute_members on
 #                 and off, alternating, on the same directory (ATTRIBUTION_DIR)
+#   footprint     resident memory of the daemon (all probes on defaults) and of
+#                 prometheus-node-exporter after SCRAPES scrapes (6000) from 16 concurrent keep-alive
+#                 clients each, what ours is made of (/proc/PID/smaps), then 200 idle connections
+#                 (from 200 source addresses, then from one) and the slowest of 20 scrapes beside them
 # Environment: RUNS (3), SECONDS_PER_RUN (20), COST_MINUTES (30), PEERS_SECONDS (60).
 set -euo pipefail
-build=${1:?usage: run.sh BUILD_DIR [interference|cost|scrape|peers|attribution]...}
+build=${1:?usage: run.sh BUILD_DIR [interference|cost|scrape|peers|attribution|footprint]...}
 shift
 sections=("$@")
-[ ${#sections[@]} -eq 0 ] && sections=(interference cost scrape peers attribution)
+[ ${#sections[@]} -eq 0 ] && sections=(interference cost scrape peers attribution footprint)
 runs=${RUNS:-3}
 seconds=${SECONDS_PER_RUN:-20}
 cost_minutes=${COST_MINUTES:-30}
@@ -228,6 +232,90 @@ r_on, r_off = statistics.median(read["on"]), statistics.median(read["off"])
 print(f"attribution: median cpu per run on {c_on:.3f} s, off {c_off:.3f} s, on/off {c_on / c_off:.3f}; "
       f"Read on {r_on:.0f} MB/s, off {r_off:.0f} MB/s, on/off {r_on / r_off:.3f} ({runs} runs each)")
 PY
+}
+
+footprint() {
+  command -v prometheus-node-exporter >/dev/null || { echo "footprint: needs prometheus-node-exporter" >&2; return 1; }
+  start_daemon footprint ""
+  sleep 35  # every probe has run once
+  local node_port=29101
+  prometheus-node-exporter --web.listen-address=127.0.0.1:$node_port >/dev/null 2>&1 & pids+=($!)
+  local node_pid=$!
+  sleep 1
+  python3 - "$daemon_pid" "$daemon_port" "$node_pid" "$node_port" "${SCRAPES:-6000}" <<'PY'
+import http.client, socket, statistics, sys, threading, time
+ours_pid, ours_port, node_pid, node_port, scrapes = (int(a) for a in sys.argv[1:])
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS"))
+
+def hammer(port, total, clients=16):
+    def client(n):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for _ in range(n):
+            conn.request("GET", "/metrics")
+            conn.getresponse().read()
+        conn.close()
+    threads = [threading.Thread(target=client, args=(total // clients,)) for _ in range(clients)]
+    started = time.monotonic()
+    for t in threads: t.start()
+    for i, t in enumerate(threads): t.join()
+    return time.monotonic() - started
+
+def steady_rss(pid, samples=20):
+    # The median of 10 s of samples: a scheduled STREAM run's arrays (freed
+    # after it) show as a spike, not as the steady figure.
+    values = []
+    for _ in range(samples):
+        values.append(rss_kib(pid)); time.sleep(0.5)
+    return statistics.median(values), min(values), max(values)
+
+for name, pid, port in (("hostperf", ours_pid, ours_port), ("node_exporter", node_pid, node_port)):
+    took = hammer(port, scrapes)
+    print(f"footprint: {name}: {scrapes} scrapes from 16 keep-alive clients in {took:.1f} s", flush=True)
+ours = steady_rss(ours_pid); node = steady_rss(node_pid)
+print(f"footprint: resident memory after the scrapes: hostperf {ours[0] / 1024:.1f} MiB (min {ours[1] / 1024:.1f}, "
+      f"max {ours[2] / 1024:.1f}), node_exporter {node[0] / 1024:.1f} MiB; ratio {ours[0] / node[0]:.2f} "
+      f"(target: hostperf <= 20 MiB)", flush=True)
+
+# What ours is made of: Rss per kind of mapping.
+kinds = {}
+with open(f"/proc/{ours_pid}/smaps") as f:
+    name = None
+    for line in f:
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
+            path = fields[5] if len(fields) > 5 else ""
+            name = ("heap" if path == "[heap]" else "main stack" if path == "[stack]" else
+                    "file: " + path.rsplit("/", 1)[-1].split(".so")[0] if path.startswith("/") else
+                    "anonymous (thread stacks, malloc arenas)" if not path else path)
+        elif fields[0] == "Rss:":
+            kinds[name] = kinds.get(name, 0) + int(fields[1])
+top = sorted(kinds.items(), key=lambda kv: -kv[1])
+files = sum(v for k, v in kinds.items() if k.startswith("file: "))
+print("footprint: hostperf Rss by mapping: " + ", ".join(f"{k} {v / 1024:.1f} MiB" for k, v in top[:8])
+      + f"; all files {files / 1024:.1f} MiB", flush=True)
+
+def scrape_ms(port):
+    started = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics"); conn.getresponse().read(); conn.close()
+    return (time.monotonic() - started) * 1000
+
+for label, sources in (("200 source addresses", [f"127.0.{1 + i // 250}.{2 + i % 250}" for i in range(200)]),
+                       ("one source address", ["127.0.0.9"] * 200)):
+    idle = []
+    for source in sources:
+        s = socket.socket(); s.bind((source, 0)); s.connect(("127.0.0.1", ours_port)); idle.append(s)
+    time.sleep(0.5)
+    times = [scrape_ms(ours_port) for _ in range(20)]
+    print(f"footprint: 200 idle connections from {label}: 20 scrapes p50 {statistics.median(times):.1f} ms, "
+          f"max {max(times):.1f} ms (target: max <= 100 ms); resident {rss_kib(ours_pid) / 1024:.1f} MiB", flush=True)
+    for s in idle: s.close()
+    time.sleep(1)
+PY
+  stop_daemon
 }
 
 echo "# bench/impact on $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"

@@ -34,7 +34,7 @@ using namespace std::chrono_literals;
 constexpr double kMaxRssGrowthRatio = 0.20;
 constexpr double kMaxRssGrowthSlackKib = 2048;  // tiny processes: allocator noise
 constexpr double kMaxFdGrowth = 5;
-constexpr int kWorkerThreads = 256;  // the daemon's HTTP workers (exporter/.../http_server.h)
+constexpr int kWorkerThreads = 64;  // the daemon's HTTP workers (exporter/.../http_server.h)
 
 const std::vector<std::string> kProbes = {"cpu", "memory", "disk", "net"};
 
@@ -124,7 +124,7 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
 
   // Warm-up: CivetWeb hands each connection to the next idle worker in turn,
   // and a worker's stack and buffers become resident the first time it
-  // serves (about 40 KiB each, 256 workers: HttpServerOptions::worker_threads).
+  // serves (about 18 KiB each, 64 workers: HttpServerOptions::worker_threads).
   // That bounded step is the pool's cost, reported here, not a leak: every
   // worker serves twice before the windows are measured.
   const long rss_cold = ResidentKib(daemon.pid());

@@ -95,6 +95,7 @@ maintainer_re='^[^<]+ <[^@>]+@[^.>]+\.[^>]+>$'
 [[ $(field Maintainer) =~ $maintainer_re ]] || fail "Maintainer $(field Maintainer): not 'Name <user@domain>'"
 depends=$(field Depends)
 [[ $depends == *passwd* && $depends == *libc6* ]] || fail "Depends $depends: passwd (useradd) and dpkg-shlibdeps' libraries"
+[[ $depends == *libcurl4* ]] || fail "Depends $depends: libcurl4, which the binaries dlopen()"
 while IFS= read -r line; do
   ((${#line} <= 80)) || fail "Description line longer than 80 characters: $line"
 done < <(field Description)

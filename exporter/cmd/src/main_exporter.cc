@@ -1,4 +1,5 @@
 // hostperf_exporter: the daemon.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -217,6 +218,11 @@ class Lifecycle {
 
 // Starts the daemon and serves until a signal stops it; the exit code.
 int Serve(exporter::DaemonOptions options, config::Config config) {
+  // Two malloc arenas, before any thread starts: glibc would give up to
+  // 8 per core to the 256 HTTP workers and the probes' threads, each keeping
+  // its free pages (issue 20: 5.5 MiB of a 28 MiB resident set after 6000
+  // scrapes). The daemon's allocations are few and small outside the probes.
+  (void)::mallopt(M_ARENA_MAX, 2);
   const sigset_t signals = BlockHandledSignals();
   const std::shared_ptr<exporter::WebSecurity> web_security = options.web_security;
   // Never freed: the detached signal thread may still wait in sigwait() when

@@ -209,8 +209,10 @@ std::optional<std::pair<std::string, std::string>> AbsoluteFormPath(const std::s
 // that reads it (or will) see EOF at once and move on.
 class HttpServer::ConnectionTable {
  public:
-  ConnectionTable(int per_source, std::function<void()> on_evicted)
-      : per_source_(per_source), on_evicted_(std::move(on_evicted)) {}
+  // `max_total`: connections held across all sources before the oldest idle
+  // ones go (0: no such bound).
+  ConnectionTable(int per_source, int max_total, std::function<void()> on_evicted)
+      : per_source_(per_source), max_total_(max_total), on_evicted_(std::move(on_evicted)) {}
 
   // The ports bound (known once the server listens); no walk before.
   void SetPorts(std::vector<int> ports) {
@@ -221,7 +223,7 @@ class HttpServer::ConnectionTable {
   void Scan() {
     {
       std::lock_guard lock(mu_);
-      if (ports_.empty() || per_source_ <= 0) return;
+      if (ports_.empty() || (per_source_ <= 0 && max_total_ <= 0)) return;
     }
     std::vector<int> fds;
     if (DIR* dir = opendir("/proc/self/fd")) {
@@ -280,7 +282,10 @@ class HttpServer::ConnectionTable {
     for (auto it = ignored_.begin(); it != ignored_.end();) {
       it = it->second == generation_ ? std::next(it) : ignored_.erase(it);
     }
-    for (const std::string& source : grown) Enforce(source);
+    if (per_source_ > 0) {
+      for (const std::string& source : grown) Enforce(source);
+    }
+    if (!grown.empty()) EnforceTotal();
   }
 
   // Inside a request (head read, not yet answered): not evicted.
@@ -302,17 +307,31 @@ class HttpServer::ConnectionTable {
     bool evicted;
   };
 
+  // One source beyond per_source_: its oldest connections not inside a
+  // request go first.
   void Enforce(const std::string& source) {
+    EvictOldestIdle(per_source_, [&source](const Entry& entry) { return entry.source == source; });
+  }
+
+  // All sources together beyond max_total_ (fewer than the workers): the
+  // oldest idle connections go, whatever their source, so that many sources
+  // together cannot hold every worker and a new connection always finds one.
+  void EnforceTotal() {
+    if (max_total_ > 0) EvictOldestIdle(max_total_, [](const Entry&) { return true; });
+  }
+
+  template <typename Counted>
+  void EvictOldestIdle(int limit, const Counted& counted) {
     std::vector<std::pair<std::uint64_t, ino_t>> idle;
     int held = 0;
     for (const auto& [inode, entry] : live_) {
-      if (entry.source != source || entry.evicted) continue;
+      if (entry.evicted || !counted(entry)) continue;
       ++held;
       if (!entry.busy) idle.emplace_back(entry.order, inode);
     }
-    if (held <= per_source_) return;
+    if (held <= limit) return;
     std::sort(idle.begin(), idle.end());
-    for (std::size_t i = 0; i < idle.size() && held > per_source_; ++i, --held) {
+    for (std::size_t i = 0; i < idle.size() && held > limit; ++i, --held) {
       Entry& entry = live_.at(idle[i].second);
       // The descriptor must still be that socket: another thread may close
       // the number and reuse it at any time, so check and shut down a
@@ -329,6 +348,7 @@ class HttpServer::ConnectionTable {
 
   std::vector<int> ports_;
   const int per_source_;
+  const int max_total_;
   const std::function<void()> on_evicted_;
   std::mutex mu_;
   std::uint64_t generation_ = 0;
@@ -350,6 +370,8 @@ HttpResponse HttpResponse::Text(int status, std::string body) {
   if (response.body.empty() || response.body.back() != '\n') response.body += '\n';
   return response;
 }
+
+int MaxHeldConnections(int worker_threads) { return std::max(1, worker_threads - std::max(2, worker_threads / 8)); }
 
 Result<std::string> ToCivetwebPorts(const std::string& listen_address) {
   using R = Result<std::string>;
@@ -412,8 +434,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   }
   InitLibraryOnce();
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(routes)));
-  server->connections_ =
-      std::make_unique<ConnectionTable>(options.max_connections_per_source, options.on_connection_evicted);
+  server->connections_ = std::make_unique<ConnectionTable>(
+      options.max_connections_per_source, MaxHeldConnections(options.worker_threads), options.on_connection_evicted);
   const std::string threads = std::to_string(options.worker_threads);
   const std::string timeout = std::to_string(options.request_timeout.count());
   const bool keep_alive = options.keep_alive_timeout.count() > 0;

@@ -105,7 +105,8 @@ class Socket {
   int fd_ = -1;
 };
 
-Socket Connect(int port) {
+// From `source`, another loopback address for a client on another host.
+Socket Connect(int port, const char* source = nullptr) {
   Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!socket.valid()) {
     ADD_FAILURE() << "socket() failed";
@@ -115,6 +116,16 @@ Socket Connect(int port) {
   timeval timeout{20, 0};
   ::setsockopt(socket.fd(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   ::setsockopt(socket.fd(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  if (source != nullptr) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &local.sin_addr);
+    if (::bind(socket.fd(), reinterpret_cast<const sockaddr*>(&local), sizeof(local)) != 0) {
+      ADD_FAILURE() << "bind to " << source << " failed";
+      socket.Close();
+      return socket;
+    }
+  }
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -425,6 +436,51 @@ TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirs
   EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);
   EXPECT_EQ(evicted.load(), 7);
   EXPECT_TRUE(closed(idle[6]));
+}
+
+// Issue 20: many sources, each within its own limit, together beyond
+// MaxHeldConnections: the oldest idle connections go whatever their source,
+// and a request from yet another source is answered while the rest are held
+// (without the bound it would wait for the 60 s request timeout).
+TEST(HttpServerAdmissionTest, ManySourcesTogetherLeaveWorkersFree) {
+  EXPECT_EQ(MaxHeldConnections(64), 56);
+  EXPECT_EQ(MaxHeldConnections(8), 6);
+  EXPECT_EQ(MaxHeldConnections(1), 1);
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.worker_threads = 8;  // 6 held at most
+  options.request_timeout = std::chrono::seconds(60);
+  std::atomic<int> evicted{0};
+  options.on_connection_evicted = [&evicted] { ++evicted; };
+  auto server = HttpServer::Start(options, TestRoutes());
+  ASSERT_TRUE(server.ok()) << server.error();
+  const int port = (*server)->Ports().front();
+  constexpr int kSources = 12;
+  std::vector<std::string> sources;
+  for (int i = 0; i < kSources; ++i) sources.push_back("127.0.3." + std::to_string(i + 1));
+  std::vector<Socket> idle;
+  for (int i = 0; i < kSources; ++i) {
+    idle.push_back(Connect(port, sources[static_cast<std::size_t>(i)].c_str()));
+    ASSERT_TRUE(idle.back().valid());
+    // One at a time, as in the per-source test: a clear order.
+    const int expected = std::max(0, i + 1 - MaxHeldConnections(options.worker_threads));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (evicted.load() < expected && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (expected == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(evicted.load(), kSources - 6);
+  const auto closed = [](const Socket& socket) {
+    char byte;
+    return ::recv(socket.fd(), &byte, 1, MSG_DONTWAIT) == 0;
+  };
+  for (int i = 0; i < kSources - 6; ++i) EXPECT_TRUE(closed(idle[i])) << "connection " << i;
+  for (int i = kSources - 6; i < kSources; ++i) EXPECT_FALSE(closed(idle[i])) << "connection " << i;
+  // Served (the socket's 20 s timeout would fail it otherwise); the oldest
+  // idle connection made room.
+  EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);
+  EXPECT_GE(evicted.load(), kSources - 6 + 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -77,13 +77,15 @@ struct HttpServerOptions {
   // "[::1]:9580". Port 0 picks a free port (see Ports()).
   std::string listen_address = ":9580";
   // CivetWeb serves one connection per worker thread, and an idle or
-  // slow-drip connection holds its worker until request_timeout. Enough
-  // workers that a few hundred such connections leave some for scrapes
-  // (docs/reliability.md, HTTP). Cost: CivetWeb hands connections to its
-  // workers in turn, and each keeps ~40 KiB resident (stack, buffers) once it
-  // has served one, so RSS steps up by ~10 MiB over the first 256 requests
-  // and stays there (the soak measures it).
-  int worker_threads = 256;
+  // slow-drip connection holds its worker until request_timeout. The server
+  // keeps some workers free whatever the clients do: beyond
+  // MaxHeldConnections(worker_threads) connections in all, the oldest not
+  // inside a request are shut down (docs/reliability.md, HTTP), so the pool
+  // only needs to be as large as the scrapers and run-API clients that are
+  // busy at once. Cost: CivetWeb hands connections to its workers in turn,
+  // and each keeps ~18 KiB resident (stack pages) once it has served one: 256
+  // workers (before issue 20) held 4.5 MiB after a few hundred scrapes.
+  int worker_threads = 64;
   // A request must arrive in full within this time: slow or idle clients
   // give their worker back instead of holding it. Beyond worker_threads such
   // clients, scrapes wait for these timeouts to free workers.
@@ -151,6 +153,11 @@ class HttpServer {
 // HttpRequest::remote_address: an IPv4 address, or an IPv6 /64 ("2001:db8::/64";
 // v4-mapped addresses as IPv4). Unparsable text is returned as is.
 std::string ClientSourceKey(const std::string& address);
+
+// Connections the server lets all clients together hold before it shuts
+// down the oldest idle ones: the workers less a reserve (an eighth, at least
+// 2) left for new connections, among them the next scrape.
+int MaxHeldConnections(int worker_threads);
 
 // Translates Prometheus' listen-address syntax to CivetWeb's listening_ports.
 Result<std::string> ToCivetwebPorts(const std::string& listen_address);
