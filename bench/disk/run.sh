@@ -6,10 +6,13 @@
 # second reference, fio with --verify=crc32c (checksum written with each
 # block, checked on read), is the like-for-like figure for Write and Read.
 #
-#   bench/disk/run.sh [-b BUILD_DIR] [-d DIR] [-s SIZE_MB] [-t THREADS] [-k BLOCK_KB] [-r RUNS]
+#   bench/disk/run.sh [-b BUILD_DIR] [-d DIR] [-s SIZE_MB] [-t THREADS] [-k BLOCK_KB] [-r RUNS] [-n] [-S]
 #
-# Target: 0.9-1.1 for Write and Read; Read far above 1.3 means direct I/O is
-# not in effect.
+# -n: ours with --disable-crc. -S: sweep the geometries of issue 20 (threads
+# 1, 2 and all CPUs; blocks 4 KiB, 256 KiB, 1 MiB; CRC on and off), one line
+# of ratios against plain fio per geometry, then the table.
+# Targets: with CRC on, ours/fio >= 0.90; with --disable-crc, >= 0.95; Read
+# far above 1.3 means direct I/O is not in effect.
 set -euo pipefail
 
 build=build/release
@@ -18,7 +21,9 @@ size_mb=256
 threads=1
 block_kb=1024
 runs=3
-while getopts "b:d:s:t:k:r:" opt; do
+nocrc=0
+sweep=0
+while getopts "b:d:s:t:k:r:nS" opt; do
   case $opt in
     b) build=$OPTARG ;;
     d) dir=$OPTARG ;;
@@ -26,7 +31,9 @@ while getopts "b:d:s:t:k:r:" opt; do
     t) threads=$OPTARG ;;
     k) block_kb=$OPTARG ;;
     r) runs=$OPTARG ;;
-    *) sed -n 2,10p "$0" >&2; exit 2 ;;
+    n) nocrc=1 ;;
+    S) sweep=1 ;;
+    *) sed -n 2,15p "$0" >&2; exit 2 ;;
   esac
 done
 hostperf=$build/exporter/hostperf
@@ -37,12 +44,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work" "$dir"/bench.*' EXIT
 config=$work/bench.toml
 printf '[probes.disk]\nreserve = "1mb"\n' >"$config"
-per_thread_mb=$((size_mb / threads))
 
 # ours: one pass of each test (the duration is too short for a second).
 ours() {
+  local crc_flag=()
+  ((nocrc)) && crc_flag=(--disable-crc)
   "$hostperf" --config.file="$config" io --duration=1s --log-interval=1h --thread-count="$threads" \
-    --max-buffer-size="${block_kb}kb" --data-size="${size_mb}mb" --log-file="$work/ours.json" "$dir" >/dev/null
+    --max-buffer-size="${block_kb}kb" --data-size="${size_mb}mb" --log-file="$work/ours.json" "${crc_flag[@]}" \
+    "$dir" >/dev/null
   python3 - "$work/ours.json" <<'PY'
 import json, sys
 tests = {t["test"]: t for t in json.load(open(sys.argv[1]))["directories"][0]["tests"]}
@@ -55,6 +64,7 @@ PY
 
 # fio: the same three with the same geometry; SkipRead = read one block, skip one.
 fio_run() {
+  local per_thread_mb=$((size_mb / threads))
   local common=(--directory="$dir" --filename_format='bench.$jobnum' --bs="${block_kb}k" --size="${per_thread_mb}m"
                 --numjobs="$threads" --direct=1 --ioengine=psync --group_reporting --output-format=json)
   fio --name=write --rw=write --end_fsync=0 "${common[@]}" >"$work/w.json"
@@ -77,22 +87,35 @@ PY
 
 # Alternate who goes first: on a virtualised disk the host's cache still holds
 # (and flushes) the previous tool's writes, which slowed whoever came second.
-for ((i = 0; i < runs; i++)); do
-  if ((i % 2 == 0)); then
-    ours >>"$work/ours.txt"
-    fio_run >>"$work/fio.txt"
-  else
-    fio_run >>"$work/fio.txt"
-    ours >>"$work/ours.txt"
-  fi
-done
+measure() {
+  : >"$work/ours.txt"; : >"$work/fio.txt"
+  for ((i = 0; i < runs; i++)); do
+    if ((i % 2 == 0)); then
+      ours >>"$work/ours.txt"
+      fio_run >>"$work/fio.txt"
+    else
+      fio_run >>"$work/fio.txt"
+      ours >>"$work/ours.txt"
+    fi
+  done
+}
 
-python3 - "$work" "$size_mb" "$threads" "$block_kb" "$runs" <<'PY'
+# The table of one geometry; with a fourth argument, one summary line instead.
+report() {
+  python3 - "$work" "$size_mb" "$threads" "$block_kb" "$runs" "$nocrc" "${1:-}" <<'PY'
 import statistics, sys
-d, size, threads, block, runs = sys.argv[1:]
+d, size, threads, block, runs, nocrc, brief = sys.argv[1:]
 load = lambda f: [list(map(float, l.split())) for l in open(f"{d}/{f}") if l.strip()]
 ours, fio = load("ours.txt"), load("fio.txt")
-print(f"size {size} MiB, {threads} thread(s), block {block} KiB, direct I/O, median of {runs}")
+crc = "off (--disable-crc)" if nocrc == "1" else "on"
+target = 0.95 if nocrc == "1" else 0.90
+ratios = [statistics.median(r[i] for r in ours) / statistics.median(r[i] for r in fio) for i in range(3)]
+if brief:
+    verdict = "met" if min(ratios) >= target else "NOT met"
+    print(f"{threads:>7} {block:>9} {('off' if nocrc == '1' else 'on'):>4} {ratios[0]:>7.2f} {ratios[1]:>7.2f} "
+          f"{ratios[2]:>9.2f}  >= {target:.2f} {verdict}", flush=True)
+    sys.exit()
+print(f"size {size} MiB, {threads} thread(s), block {block} KiB, direct I/O, CRC {crc}, median of {runs}")
 print(f"{'test':<9} {'hostperf':>15} {'fio':>15} {'ours/fio':>9} {'fio --verify':>15} {'ours/fio --verify':>18}")
 for i, (name, unit) in enumerate([("Write", "MiB/s"), ("Read", "MiB/s"), ("SkipRead", "seeks/s")]):
     a = statistics.median(r[i] for r in ours)
@@ -103,3 +126,29 @@ for i, (name, unit) in enumerate([("Write", "MiB/s"), ("Read", "MiB/s"), ("SkipR
         line += f" {v:>7.1f} {unit:<7} {a / v:>18.2f}"
     print(line)
 PY
+}
+
+if ((!sweep)); then
+  measure
+  report
+  exit 0
+fi
+
+# The sweep: 4 KiB blocks move a quarter of the size (direct 4 KiB I/O is
+# slow, and the figure settles well before).
+cpus=$(nproc)
+thread_counts=(1 2)
+((cpus > 2)) && thread_counts+=("$cpus")
+full_size=$size_mb
+echo "sweep: ours/fio per geometry (median of $runs runs each; $full_size MiB, 4 KiB blocks $((full_size / 4)) MiB)"
+printf '%7s %9s %4s %7s %7s %9s  %s\n' threads block_KiB crc Write Read SkipRead target
+for threads in "${thread_counts[@]}"; do
+  for block_kb in 4 256 1024; do
+    size_mb=$full_size
+    ((block_kb == 4)) && size_mb=$((full_size / 4))
+    for nocrc in 0 1; do
+      measure
+      report brief
+    done
+  done
+done
