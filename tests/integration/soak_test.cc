@@ -1,6 +1,6 @@
 // Soak: the real daemon on an accelerated schedule (every probe every few
 // seconds, small sizes, the net probe against its own loopback responder),
-// scraped every second for HOSTPERF_SOAK_SECONDS (the test command sets 300;
+// scraped every second for HOSTPERF_SOAK_SECONDS (the test command sets 180;
 // unset or 0: skipped, so plain local runs and the sanitizer variants stay
 // fast). No scrape may fail, every probe keeps running and succeeding, and
 // resident memory and open fds stay flat: their growth from the first to the
