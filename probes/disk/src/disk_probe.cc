@@ -439,14 +439,12 @@ class DiskProbe final : public Probe {
                      json& dir_json) {
     const auto activity = sampler.End();
     const DirectoryStack& stack = sampler.stack();
-    // Flat: a run's result is stored in the run history, whose JSON is
-    // printed on a CivetWeb worker's small stack (every level of nesting
-    // costs a recursion there); the leaves are one comma-separated string.
+    // Flat: a full run's result is printed on a CivetWeb worker's small
+    // stack when the run API serves it (every level of nesting costs a
+    // recursion there); the leaves are one comma-separated string.
     json members = json::array();
     for (const auto& member : stack.members) {
-      std::string leaves;
-      for (const auto& leaf : member.leaves) leaves += (leaves.empty() ? "" : ",") + leaf;
-      json entry = {{"device", member.device}, {"leaves", leaves}};
+      json entry = {{"device", member.device}, {"leaves", member.LeavesText()}};
       if (!member.model.empty()) entry["model"] = member.model;
       if (!member.serial.empty()) entry["serial"] = member.serial;
       for (const auto& done : activity) {
@@ -483,11 +481,9 @@ class DiskProbe final : public Probe {
     members_.Add(dir_label).Set(static_cast<double>(stack.members.size()));
     made.insert(dir_label);
     for (const auto& member : stack.members) {
-      std::string leaves;
-      for (const auto& leaf : member.leaves) leaves += (leaves.empty() ? "" : ",") + leaf;
       const prometheus::Labels info = {{"directory", path},
                                        {"device", member.device},
-                                       {"leaves", leaves},
+                                       {"leaves", member.LeavesText()},
                                        {"model", member.model},
                                        {"serial", member.serial}};
       member_info_.Add(info).Set(1);

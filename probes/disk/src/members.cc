@@ -1,6 +1,7 @@
 #include "hostperf/probes/disk/members.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -164,6 +165,8 @@ std::optional<Mount> MountOf(const SystemRoots& roots, const std::string& path) 
 }
 
 }  // namespace
+
+std::string BlockMember::LeavesText() const { return fmt::format("{}", fmt::join(leaves, ",")); }
 
 DirectoryStack ResolveDeviceStack(const std::string& device, const SystemRoots& roots) {
   DirectoryStack stack;

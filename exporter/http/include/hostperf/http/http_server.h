@@ -87,8 +87,8 @@ struct HttpServerOptions {
   // workers (before issue 20) held 4.5 MiB after a few hundred scrapes.
   int worker_threads = 64;
   // A request must arrive in full within this time: slow or idle clients
-  // give their worker back instead of holding it. Beyond worker_threads such
-  // clients, scrapes wait for these timeouts to free workers.
+  // give their worker back instead of holding it (and beyond
+  // MaxHeldConnections the oldest of them are shut down sooner).
   std::chrono::milliseconds request_timeout{5000};
   // HTTP/1.1 keep-alive: after a response the worker waits this long for
   // the connection's next request, then closes it (0: every response says

@@ -32,6 +32,10 @@ struct BlockMember {
   std::vector<std::string> leaves;  // the physical disks below it ("sdc" itself for a disk)
   std::string model;                // of the first leaf, where sysfs shows it
   std::string serial;               // of the first leaf (serial, else wwid)
+
+  // The leaves as one comma-separated string: the info metric's label and
+  // the result's field (flat, see DiskProbe's member report).
+  std::string LeavesText() const;
 };
 
 struct DirectoryStack {
