@@ -157,6 +157,12 @@ class System:
                     run(["kill", "-9", pid], check=False)
                 run(["ip", "netns", "del", name], check=False)
         run(["ip", "link", "del", BRIDGE], check=False)
+        # Host ends of veth pairs whose namespace went first (a run interrupted
+        # in set-up; the kernel also frees them asynchronously after `netns del`).
+        for line in run(["ip", "-br", "link"], check=False).stdout.splitlines():
+            name = line.split()[0].split("@")[0] if line.split() else ""
+            if name.startswith(f"{PREFIX}-v"):
+                run(["ip", "link", "del", name], check=False)
         # Its loop devices (detached as soon as unmounted), then its mounts, deepest first.
         for line in run(["losetup", "-nO", "NAME,BACK-FILE"], check=False).stdout.splitlines():
             fields = line.split(None, 1)
@@ -269,6 +275,7 @@ class Simulation:
         self.hosts = [Host(i, self.work) for i in range(1, args.hosts + 1)]
         self.children = []          # (name, Popen, log handle)
         self.prometheus = None
+        self.suspects = set()  # hosts named by a stray alert (diagnosed in detail)
         self.alertmanager = None
         self.peers_file = self.work / "peers.json"
         # Faulty hosts, by fault (spread over the fleet).
@@ -306,7 +313,10 @@ class Simulation:
             self.system.do(["ip", "-n", host.ns, "link", "set", "lo", "up"])
             image = backing / f"disk{host.index}.img"
             run(["truncate", "-s", f"{image_mb}M", str(image)])
-            run(["mkfs.ext4", "-q", "-F", "-m", "0", str(image)])
+            # Inode tables and journal zeroed now, not by ext4lazyinit in the
+            # background of the first minutes (it would slow a host's first runs
+            # and bend its baseline).
+            run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image)])
             host.loop = run(["losetup", "-f", "--show", str(image)]).stdout.strip()
             self.system.undo.append(["losetup", "-d", host.loop])
             self.system.do(["mount", host.loop, str(host.data)], ["umount", "-l", str(host.data)])
@@ -416,6 +426,14 @@ class Simulation:
 
     def query(self, expr):
         body = json.loads(http_get(self.prometheus + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
+        if body.get("status") != "success":
+            raise ValueError(f"query failed: {body}")
+        return body["data"]["result"]
+
+    def query_range(self, expr, seconds, step):
+        end = time.time()
+        params = urllib.parse.urlencode({"query": expr, "start": end - seconds, "end": end, "step": step})
+        body = json.loads(http_get(self.prometheus + "/api/v1/query_range?" + params))
         if body.get("status") != "success":
             raise ValueError(f"query failed: {body}")
         return body["data"]["result"]
@@ -554,6 +572,7 @@ class Simulation:
                     self.timeline.log(f"alert firing: {describe(alert)}")
                 named = {alert_host(alert), host_of(alert["labels"].get("observer", ""))} - {""}
                 if key not in required | allowed:
+                    self.suspects.update(named)
                     if not named & faulty:
                         raise Failure(f"alert names only healthy hosts: {describe(alert)}")
                     raise Failure(f"unexpected alert: {describe(alert)}")
@@ -578,7 +597,21 @@ class Simulation:
 
     def diagnose(self):
         """Prometheus' view of the rules, for the timeline of a failed run."""
+        if self.prometheus is None:
+            return
         try:
+            # What a host named by a stray alert measured, every 5 s of the run,
+            # with the recorded ratios the disk alerts compare (CI can only be
+            # diagnosed from this output).
+            for host in sorted(self.suspects):
+                for expr in (f'hostperf_disk_throughput_bytes_per_second{{instance="{host}:{EXPORTER_PORT}"}}',
+                             f'hostperf:disk_throughput_bytes_per_second:baseline_ratio{{host="{host}"}}',
+                             f'hostperf:disk_throughput_bytes_per_second:fleet_ratio{{host="{host}"}}',
+                             f'hostperf_probe_duration_seconds{{instance="{host}:{EXPORTER_PORT}"}}'):
+                    for series in self.query_range(expr, 300, 5):
+                        labels = {k: v for k, v in series["metric"].items() if k in ("test", "probe", "__name__")}
+                        values = " ".join(f"{float(v):.3g}" for _, v in series["values"])
+                        self.timeline.log(f"history {expr.split('{')[0]} {labels}: {values}")
             for expr in ('ALERTS{alertstate="firing"}', 'ALERTS{alertstate="pending"}'):
                 for sample in self.query(expr):
                     self.timeline.log(f"prometheus {expr}: {sample['metric']}")
@@ -683,7 +716,7 @@ def main():
         if failed:
             timeline.dump()
             for host in sim.hosts:
-                if host.log.exists() and host.index in sim.faults.values():
+                if host.log.exists() and (host.index in sim.faults.values() or host.ip in sim.suspects):
                     tail = host.log.read_text(errors="replace").splitlines()[-8:]
                     print(f"--- host{host.index} log tail ---\n" + "\n".join(tail), file=sys.stderr)
     return 1 if failed else 0
