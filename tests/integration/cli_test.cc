@@ -61,6 +61,49 @@ TEST(CliUsage, EveryCommandHasItsOwnHelp) {
   }
 }
 
+// Existing scripts call the reference tools by name: the build's drop-in
+// directory (and the package's /usr/libexec/hostperf/drop-in) holds links that
+// run the matching command with the tool's own arguments.
+TEST(CliDropIn, ReferenceToolNamesRunTheirCommand) {
+  const std::filesystem::path drop_in = std::filesystem::path(HOSTPERF_CLI_BIN).parent_path() / "drop-in";
+  const std::pair<std::string, std::string> tools[] = {
+      {"vnetperf", "net"}, {"vioperf", "io"}, {"vcpuperf", "cpu"}, {"gpcheckperf", "check"}};
+  for (const auto& [tool, command] : tools) {
+    const std::string link = (drop_in / tool).string();
+    ASSERT_TRUE(std::filesystem::is_symlink(link)) << link;
+    const auto help = RunCommand(link, {"--help"}, seconds(10));
+    EXPECT_EQ(help.status, 0) << tool << ": " << help.err;
+    EXPECT_THAT(help.out, StartsWith("usage: hostperf " + command + " ")) << tool;
+    // Every argument is the tool's: a global flag is not taken.
+    const auto bad = RunCommand(link, {"--config.file=/nonexistent"}, seconds(10));
+    EXPECT_EQ(bad.status, 2) << tool;
+    EXPECT_THAT(bad.err, StartsWith("hostperf " + command + ": unknown option \"--config.file=/nonexistent\"")) << tool;
+  }
+  const auto tests = RunCommand((drop_in / "vnetperf").string(), {"--list-tests"}, seconds(10));
+  EXPECT_EQ(tests.out, "latency\ntcp-throughput\nudp-throughput\nconnections\n");
+
+  // The config comes from HOSTPERF_CONFIG: with its secret, vnetperf gets as
+  // far as the unreachable host (without it: no_secret).
+  TempDir dir;
+  const std::string secret = dir.Write("secret", "drop-in-test-secret\n");
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const std::string config = dir.Write("c.toml", "[probes.net]\nsecret_file = \"" + secret + "\"\n");
+  const auto run = RunCommand("/usr/bin/env",
+                              {"HOSTPERF_CONFIG=" + config, (drop_in / "vnetperf").string(), "--hosts=127.0.0.1:1",
+                               "--output-file=" + dir.path() + "/r.json", "latency"},
+                              seconds(30));
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Host 127.0.0.1:1 is not reachable"));
+  EXPECT_THAT(run.err, Not(HasSubstr("no_secret")));
+
+  // Any other name is hostperf itself.
+  const std::string other = dir.path() + "/hostperf-renamed";
+  std::filesystem::create_symlink(HOSTPERF_CLI_BIN, other);
+  const auto renamed = RunCommand(other, {"--help"}, seconds(10));
+  EXPECT_EQ(renamed.status, 0);
+  EXPECT_THAT(renamed.out, StartsWith("usage: hostperf [--config.file=PATH] COMMAND"));
+}
+
 TEST(CliJson, IoPrintsTheResultAloneAndWritesNoLogUnlessAsked) {
   TempDir dir;
   const std::string data = dir.path() + "/data";

@@ -183,7 +183,14 @@ for binary in hostperf hostperf_exporter; do
   hardening-check "${hardening_options[@]}" "/usr/bin/$binary" >"$work/hardening-$binary" ||
     { cat "$work/hardening-$binary"; fail "hardening-check /usr/bin/$binary"; }
 done
-echo "installed: user, enabled unit, man pages, hardening-check OK"
+# The reference tools' names, off PATH: each link runs its command.
+for pair in vnetperf:net vioperf:io vcpuperf:cpu gpcheckperf:check; do
+  link=/usr/libexec/hostperf/drop-in/${pair%%:*}
+  [[ -L $link ]] || fail "no drop-in link $link"
+  "$link" --help | head -1 | grep -q "^usage: hostperf ${pair#*:} " || fail "$link does not run hostperf ${pair#*:}"
+  if command -v "${pair%%:*}" >/dev/null; then fail "${pair%%:*} is on PATH after install"; fi
+done
+echo "installed: user, enabled unit, man pages, hardening-check, drop-in links OK"
 # The installed daemon serves (on port 0, its own state directory).
 STATE_DIRECTORY=$work/state /usr/bin/hostperf_exporter --config.file=/etc/hostperf/hostperf.toml \
   --web.listen-address=127.0.0.1:0 2>"$work/exporter.log" &
@@ -252,7 +259,7 @@ dpkg --purge hostperf >"$work/purge.log" 2>&1 || { cat "$work/purge.log"; fail "
 dpkg-query -W -f='${Status}' hostperf 2>/dev/null | grep -qv "not-installed" && fail "dpkg still knows hostperf"
 left=()
 for path in /etc/hostperf /etc/default/hostperf_exporter "$state_dir" /usr/share/doc/hostperf /usr/share/hostperf \
-  /usr/lib/hostperf /usr/bin/hostperf /usr/bin/hostperf_exporter /usr/share/man/man1/hostperf.1.gz \
+  /usr/lib/hostperf /usr/libexec/hostperf /usr/bin/hostperf /usr/bin/hostperf_exporter /usr/share/man/man1/hostperf.1.gz \
   /usr/share/man/man1/hostperf_exporter.1.gz /lib/systemd/system/$unit /usr/lib/sysusers.d/hostperf.conf \
   "$wants_link" /etc/systemd/system/$unit /usr/share/lintian/overrides/hostperf; do
   [[ -e $path || -L $path ]] && left+=("$path")

@@ -33,7 +33,8 @@ TEST(ParseNetCommandTest, EqualsValues) {
   EXPECT_THAT(*parsed->options.hosts, ElementsAre("a", "b"));
   EXPECT_EQ(parsed->options.datarate, 128);
   EXPECT_EQ(parsed->options.duration, std::chrono::seconds(3));
-  EXPECT_THAT(*parsed->options.ports, ElementsAre(7100));
+  // vnetperf: one port means it and the next two.
+  EXPECT_THAT(*parsed->options.ports, ElementsAre(7100, 7101, 7102));
   EXPECT_EQ(parsed->output_file, "out.json");
   EXPECT_EQ(parsed->log_level, "debug");
   EXPECT_THAT(parsed->options.tests, ElementsAre("tcp-throughput"));
@@ -47,6 +48,7 @@ TEST(ParseNetCommandTest, Errors) {
       {{"--hosts"}, "--hosts needs a list or a file"},
       {{"--output-file="}, "--output-file needs a file name"},
       {{"--ports=0"}, "--ports: bad port \"0\""},
+      {{"--ports=65534"}, "--ports: 65534 and the next two exceed 65535"},
       {{"--log-level=loud"}, "--log-level: expected INFO, ERROR, DEBUG or WARN"},
       {{"--condense=yes"}, "--condense takes no value"},
   };

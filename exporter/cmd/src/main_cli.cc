@@ -9,10 +9,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +37,8 @@ constexpr const char* kUsageHead = R"(usage: hostperf [--config.file=PATH] COMMA
 
 Commands:
 )";
+// gpcheckperf's program name runs `hostperf check` (DropInCommand).
+constexpr const char* kCheckReferenceTool = "gpcheckperf";
 // Orchestration across hosts: not a probe, so not a probe module's command.
 constexpr const char* kCheckSummary = R"(  check [-d DIR]... [-h HOST]... [-f HOSTFILE] [-r dsNnM] [-D] [-v] [--json]
                       gpcheckperf: disk, stream and network tests on every
@@ -123,9 +127,15 @@ class StepTicker {
   StepTicker(const StepTicker&) = delete;
   StepTicker& operator=(const StepTicker&) = delete;
 
-  void Set(const std::string& step) {
+  // `remaining`: what the step's run still needs by its own estimate (zero:
+  // unknown), counted down on the line.
+  void Set(const std::string& step, std::chrono::nanoseconds remaining = {}) {
     std::lock_guard lock(mu_);
     step_ = step;
+    done_by_ = remaining.count() > 0
+                   ? std::optional(std::chrono::steady_clock::now() +
+                                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(remaining))
+                   : std::nullopt;
   }
   // Before another line goes to the terminal.
   void Clear() {
@@ -155,7 +165,14 @@ class StepTicker {
     while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_; })) {
       const auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start_);
       if (step_.empty() || elapsed.count() < 2) continue;
-      std::fprintf(stderr, "\r\033[K  %s, %llds elapsed", step_.c_str(), static_cast<long long>(elapsed.count()));
+      std::string left;
+      if (done_by_) {
+        const auto seconds =
+            std::chrono::duration_cast<std::chrono::seconds>(*done_by_ - std::chrono::steady_clock::now()).count();
+        left = ", about " + std::to_string(std::max<long long>(seconds, 0)) + "s left";
+      }
+      std::fprintf(stderr, "\r\033[K  %s, %llds elapsed%s", step_.c_str(), static_cast<long long>(elapsed.count()),
+                   left.c_str());
       std::fflush(stderr);
       shown_ = true;
     }
@@ -166,6 +183,7 @@ class StepTicker {
   std::mutex mu_;
   std::condition_variable wake_;
   std::string step_;
+  std::optional<std::chrono::steady_clock::time_point> done_by_;
   bool shown_ = false;
   bool stopped_ = false;
   std::thread thread_;
@@ -186,7 +204,8 @@ int UsageError(const std::string& command, const std::string& message) {
 hostperf::probes::ProbeOutcome RunFull(const hostperf::probes::ProbeModule& module,
                                        const hostperf::config::Config& config,
                                        std::shared_ptr<const hostperf::probes::ProbeOptions> options,
-                                       std::function<void(const nlohmann::json&)> on_report = {}) {
+                                       std::function<void(const nlohmann::json&)> on_report = {},
+                                       std::function<void(const hostperf::probes::Progress&)> on_progress = {}) {
   using namespace hostperf;
   prometheus::Registry registry;  // the CLI exports nothing; probes still register their families
   probes::ProbeDeps deps;
@@ -195,17 +214,33 @@ hostperf::probes::ProbeOutcome RunFull(const hostperf::probes::ProbeModule& modu
   auto probe = module.create(deps);
   exporter::FullRunCallbacks callbacks;
   callbacks.on_report = std::move(on_report);
+  callbacks.on_progress = std::move(on_progress);
   return exporter::RunFullProbe(*probe, config, std::move(options), &g_cancel, std::move(callbacks));
 }
 
-// A probe's command, with the CLI's full-run path lent to it.
+// A probe's command, with the CLI's full-run path lent to it. On a terminal,
+// stderr shows the probe's current step while it runs, cleared before each
+// line the command prints from the run's reports.
 int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<std::string>& args,
                  const hostperf::config::Config& config) {
   const hostperf::probes::CommandContext context{
       config,
       [&](std::shared_ptr<const hostperf::probes::ProbeOptions> options,
           std::function<void(const nlohmann::json&)> on_report) {
-        return RunFull(module, config, std::move(options), std::move(on_report));
+        StepTicker ticker;
+        std::function<void(const nlohmann::json&)> report;
+        if (on_report) {
+          report = [&ticker, on_report = std::move(on_report)](const nlohmann::json& entry) {
+            ticker.Clear();
+            on_report(entry);
+          };
+        }
+        auto outcome = RunFull(module, config, std::move(options), std::move(report),
+                               [&ticker](const hostperf::probes::Progress& progress) {
+                                 ticker.Set(progress.current_test, progress.remaining);
+                               });
+        ticker.Stop();
+        return outcome;
       },
       [&](const std::string& message) { return UsageError(std::string(module.command.name), message); },
   };
@@ -312,6 +347,19 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
   return run.errors.empty() ? 0 : 1;
 }
 
+// Started under a reference tool's name (a link in the drop-in directory):
+// the command that reproduces it, or empty.
+std::string DropInCommand(const char* argv0) {
+  const std::string program = std::filesystem::path(argv0 == nullptr ? "" : argv0).filename().string();
+  if (program == kCheckReferenceTool) return "check";
+  for (const hostperf::probes::ProbeModule* module : hostperf::probes::AllProbes()) {
+    if (!module->command.reference_tool.empty() && module->command.reference_tool == program) {
+      return std::string(module->command.name);
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -321,11 +369,18 @@ int main(int argc, char** argv) {
       probes::Switch("version").Stopping(),
       probes::Valued("config.file"),
   };
-  // Global flags end at the command; the command parses the rest.
+  // Global flags end at the command; the command parses the rest. Under a
+  // reference tool's name every argument is the tool's, and the config file
+  // comes from HOSTPERF_CONFIG (else the default below).
   const std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = probes::ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true});
+  const std::string drop_in = DropInCommand(argc > 0 ? argv[0] : nullptr);
+  auto parsed = drop_in.empty() ? probes::ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true})
+                                : Result<probes::ParsedFlags>(probes::ParsedFlags{});
   if (!parsed) return UsageError("", parsed.error());
   std::optional<std::filesystem::path> config_file;
+  if (const char* env = std::getenv("HOSTPERF_CONFIG"); !drop_in.empty() && env != nullptr && *env != '\0') {
+    config_file = env;
+  }
   for (const probes::FlagValue& flag : parsed->flags) {
     if (flag.Is("help")) {
       std::fputs(Usage().c_str(), stdout);
@@ -338,12 +393,13 @@ int main(int argc, char** argv) {
     }
     config_file = flag.value;
   }
-  if (parsed->positional.empty()) {
+  if (drop_in.empty() && parsed->positional.empty()) {
     std::fprintf(stderr, "hostperf: no command given\n\n%s", Usage().c_str());
     return 2;
   }
-  const std::string command = parsed->positional.front();
-  const std::vector<std::string> rest(parsed->positional.begin() + 1, parsed->positional.end());
+  const std::string command = drop_in.empty() ? parsed->positional.front() : drop_in;
+  const std::vector<std::string> rest =
+      drop_in.empty() ? std::vector<std::string>(parsed->positional.begin() + 1, parsed->positional.end()) : args;
 
   (void)exporter::SetUpLogging("warn", exporter::LogFormat::kLogfmt);
   if (!config_file && std::filesystem::exists("/etc/hostperf/hostperf.toml"))

@@ -120,7 +120,7 @@ const ProbeModule kModule = {
                 "  cpu [-q] [--json]   vcpuperf: CPU speed against this binary's baseline and\n"
                 "                      low-load throttling (-q: only the four figures;\n"
                 "                      --json: the result as JSON, as the run API returns it)\n",
-                &Command},
+                &Command, "vcpuperf"},
     // Scheduled runs; timeout and internal_error are the framework's.
     .failure_reasons = {"checksum_mismatch"},
 };

@@ -150,7 +150,7 @@ const ProbeModule kModule = {
                 "  io [vioperf options] [DIR...]\n"
                 "                      vioperf: Write, ReWrite, Read and SkipRead per directory,\n"
                 "                      CRC32C-verified (hostperf io --help for the options)\n",
-                &Command},
+                &Command, "vioperf"},
     .failure_reasons = {"no_space", "io_error", "permission_denied", "direct_io_unsupported", "bad_directory",
                         "verify_error", "bad_options", "out_of_memory", "hdfs_unreachable", "hdfs_standby", "hdfs_auth",
                         "hdfs_error"},

@@ -59,7 +59,8 @@ const ProbeModule kModule = {
                 "  memory [-s N] [-n N] [-t N] [--json]\n"
                 "                      STREAM: copy, scale, add and triad bandwidth, one thread\n"
                 "                      per physical core (hostperf memory --help)\n",
-                &Command},
+                &Command,
+                /*reference_tool=*/""},  // STREAM's "stream" is too common a name to take
     .failure_reasons = {"validation_failed", "out_of_memory", "thread_start_failed", "invalid_options"},
 };
 

@@ -19,16 +19,25 @@ namespace hostperf::probes::net {
 const char* const kNetUsage = R"(usage: hostperf net [options] [latency] [tcp-throughput] [udp-throughput] [connections]
 
 vnetperf against hosts running hostperf_exporter (no test named: all).
+Each host's row is printed as its test ends; on a terminal, stderr also
+shows the step running and the time left. Options take "--opt value" or
+"--opt=value".
   --condense             one-line JSON results
   --datarate R           rate limit in MB/s; 0 (default) steps 32 64 128 256 512 640 768 1024 2048
-  --duration S           seconds per test and rate (default 1)
-  --hosts h1,h2 | FILE   hosts (names or addresses, optional :port); default: the configured peers
+  --duration S           seconds per test and rate (default 1); latency paces its
+                         pings over it (one per 10 ms, 20 to 6000)
+  --hosts h1,h2 | FILE   hosts (names or addresses, optional :port); a file holds
+                         one per line or a comma-separated list; default: the
+                         configured peers
   --ignore-bad-hosts     test the reachable hosts when some are not
   --json                 print the result as JSON (as the run API returns it)
                          instead of the tables; no results file unless --output-file
   --list-tests           list the tests and exit
   --output-file F        JSON results file (default results.<timestamp>.json)
-  --ports p,...          responder port(s); the first is used for hosts without a port
+  --ports p[,p2,p3]      responder ports (default: probes.net.ports, 14159 unless
+                         configured); one port means it and the next two, as in
+                         vnetperf (14159 -> 14159,14160,14161). Hosts without
+                         :port are reached on the first
   --log-level L          INFO, ERROR, DEBUG or WARN (default WARN)
 The peers' secret comes from net.secret_file in --config.file.
 )";
@@ -116,6 +125,13 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
           return R::Error("--ports: bad port \"" + port + "\"");
         }
         ports.push_back(static_cast<int>(*number));
+      }
+      // vnetperf: one port means it and the next two.
+      if (ports.size() == 1) {
+        const int first = ports[0].get<int>();
+        if (first > 65533) return R::Error("--ports: " + std::to_string(first) + " and the next two exceed 65535");
+        ports.push_back(first + 1);
+        ports.push_back(first + 2);
       }
       options["ports"] = ports;
     } else if (flag.Is("log-level")) {

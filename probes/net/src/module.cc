@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "hostperf/probes/net/command.h"
@@ -55,12 +56,21 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     return 0;
   }
   spdlog::set_level(spdlog::level::from_str(command.log_level));
-  const auto outcome = context.run_full(std::make_shared<NetOptions>(command.options), {});
+  // Tables: each host's row as its test ends (vnetperf prints as it goes).
+  VnetperfStream stream;
+  std::function<void(const json&)> on_report;
+  if (!command.json) {
+    on_report = [&stream](const json& entry) {
+      std::fputs(stream.Entry(entry).c_str(), stdout);
+      std::fflush(stdout);
+    };
+  }
+  const auto outcome = context.run_full(std::make_shared<NetOptions>(command.options), std::move(on_report));
   if (command.json) {
     PrintJsonResult(outcome);
     if (command.output_file.empty()) return CommandExitCode("net", outcome);
   } else {
-    std::fputs(FormatVnetperfReport(outcome.result).c_str(), stdout);
+    std::fputs(stream.Finish(outcome.result).c_str(), stdout);
   }
   const std::string file = command.output_file.empty() ? DefaultResultsFileName() : command.output_file;
   json results = outcome.result;
@@ -176,7 +186,7 @@ const ProbeModule kModule = {
                 "  net [vnetperf options] [TEST...]\n"
                 "                      vnetperf: latency, clock skew, TCP/UDP throughput and\n"
                 "                      connection limit against peers (hostperf net --help)\n",
-                &Command},
+                &Command, "vnetperf"},
     .failure_reasons = {"no_secret", "responder_down", "all_peers_down"},
     .skip_reasons = {"no_peers"},
 };

@@ -39,8 +39,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kMiB = 1024.0 * 1024.0;
 const std::vector<double> kLadder = {32, 64, 128, 256, 512, 640, 768, 1024, 2048};
-constexpr std::uint32_t kFullLatencyPackets = 100;
-constexpr auto kFullPacketInterval = std::chrono::milliseconds(2);
+// The latency test paces its pings over --duration, one every 10 ms (100 in
+// vnetperf's default second), between 20 and 6000 pings.
+constexpr auto kFullPingSpacing = std::chrono::milliseconds(10);
+constexpr std::uint32_t kFullMinPings = 20;
+constexpr std::uint32_t kFullMaxPings = 6000;
 constexpr auto kHelloTimeout = std::chrono::seconds(2);
 
 const prometheus::Histogram::BucketBoundaries& RttBuckets() {
@@ -190,6 +193,15 @@ json PeerInterfaceJson(const std::string& peer, InterfaceCache& cache, const Soc
   entry["mtu_remote"] = remote_mtu ? json(*remote_mtu) : json(nullptr);
   entry["mtu_mismatch"] = info.mtu && remote_mtu && *info.mtu != *remote_mtu;
   return entry;
+}
+
+// One row of a full run as soon as it is known (the CLI prints it), tagged
+// with its table.
+void Report(const RunContext& ctx, std::string_view kind, const json& row) {
+  if (!ctx.on_report) return;
+  json entry = row;
+  entry["kind"] = kind;
+  ctx.on_report(entry);
 }
 
 // Reasons of hostperf_net_throughput_skipped_total (all exposed from start-up).
@@ -928,6 +940,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
     std::map<std::string, std::optional<std::uint32_t>> remote_mtus;
     const Hosts hosts = ReachableHosts(specs, *secret, result["bad_hosts"], remote_mtus);
+    for (const json& bad : result["bad_hosts"]) Report(ctx, "bad_host", bad);
     if (!result["bad_hosts"].empty() && !ignore_bad) {
       return ProbeOutcome::Failure("bad_hosts",
                                    "unreachable host " + result["bad_hosts"][0]["node"].get<std::string>() + ": " +
@@ -936,9 +949,24 @@ class NetProbe final : public Probe, private ResponderObserver {
                                    result);
     }
     if (hosts.empty()) return ProbeOutcome::Failure("no_hosts", "no reachable hosts", result);
+    // What the run will take, for the progress line: every test runs for
+    // --duration (per rate and host for throughput).
+    const std::size_t rates = options.datarate > 0 ? 1 : kLadder.size();
+    std::size_t slots = tests.contains("latency") ? 1 : 0;
+    for (const char* test : {"tcp-throughput", "udp-throughput"}) {
+      if (tests.contains(test)) slots += rates * hosts.size();
+    }
     const auto started = Clock::now();
-    const auto progress = [&](const std::string& test) {
-      if (ctx.on_progress) ctx.on_progress({test, Clock::now() - started, {}});
+    const auto planned = options.duration * static_cast<std::int64_t>(slots);
+    std::size_t done = 0;
+    const std::function<void(const std::string&, bool)> progress = [&](const std::string& step, bool slot) {
+      if (!ctx.on_progress) return;
+      const auto elapsed = Clock::now() - started;
+      const auto remaining = options.duration * static_cast<std::int64_t>(slots - std::min(done, slots));
+      done += slot ? 1 : 0;
+      ctx.on_progress({fmt::format("{} ({} of {} steps, {:.0f} s planned)", step, std::min(done, slots), slots,
+                                   std::chrono::duration<double>(planned).count()),
+                       elapsed, remaining});
     };
 
     // Which interface serves each host, both ends' MTUs, and what our own
@@ -956,18 +984,17 @@ class NetProbe final : public Probe, private ResponderObserver {
       result["interfaces"].push_back(std::move(row));
     }
     if (tests.contains("latency")) {
-      progress("latency");
-      result["tests"]["latency"] = LatencyTable(ctx, net, *secret, hosts, interfaces, findings);
+      progress("latency with " + std::to_string(hosts.size()) + " hosts", true);
+      result["tests"]["latency"] = LatencyTable(ctx, net, options, *secret, hosts, interfaces, findings);
     }
     for (const char* test : {"tcp-throughput", "udp-throughput"}) {
       if (!tests.contains(test)) continue;
-      progress(test);
-      result["tests"][test] = ThroughputLadder(ctx, net, options, *secret, hosts, test, interfaces, findings);
+      result["tests"][test] = ThroughputLadder(ctx, net, options, *secret, hosts, test, interfaces, findings, progress);
     }
     result["findings"] = findings;
     if (tests.contains("connections")) {
-      progress("connections");
-      result["tests"]["connections"] = ConnectionTable(net, *secret, hosts);
+      progress("connections", /*slot=*/false);
+      result["tests"]["connections"] = ConnectionTable(ctx, net, *secret, hosts);
     }
     if (ctx.ShouldStop())
       return ProbeOutcome::Failure(ctx.Cancelled() ? "cancelled" : "timeout", "net run stopped", result);
@@ -993,8 +1020,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   // vnetperf's latency table: UDP ping-pong with every host at once.
-  json LatencyTable(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret, const Hosts& hosts,
-                    InterfaceCache& interfaces, json& findings) {
+  json LatencyTable(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options, const Secret& secret,
+                    const Hosts& hosts, InterfaceCache& interfaces, json& findings) {
     std::vector<PeerTarget> targets;
     std::vector<std::vector<WatchedDevice>> paths;
     std::vector<WatchedDevice> watched;
@@ -1008,8 +1035,9 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
     const Burst burst(roots_, watched);
     LatencyOptions latency;
-    latency.packets = kFullLatencyPackets;
-    latency.interval = kFullPacketInterval;
+    latency.packets = static_cast<std::uint32_t>(
+        std::clamp<std::int64_t>(options.duration / kFullPingSpacing, kFullMinPings, kFullMaxPings));
+    latency.interval = std::chrono::duration_cast<std::chrono::nanoseconds>(options.duration) / latency.packets;
     latency.reply_timeout = net.reply_timeout;
     const auto measured = MeasureLatency(targets, latency, secret, [&] { return ctx.ShouldStop(); });
     const CounterDeltas deltas = burst.End(/*tcp=*/false);
@@ -1031,6 +1059,7 @@ class NetProbe final : public Probe, private ResponderObserver {
             Attribute(fmt::format("ping loss {:.1f}%", 100.0 * r.lost() / r.sent), hosts[i].first, paths[i], deltas);
         findings.push_back(row["attribution"]);
       }
+      Report(ctx, "latency", row);
       rows.push_back(std::move(row));
     }
     return rows;
@@ -1040,7 +1069,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   // rate, a session with each host in turn, then their average.
   json ThroughputLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
                         const Secret& secret, const Hosts& hosts, const std::string& test, InterfaceCache& interfaces,
-                        json& findings) {
+                        json& findings, const std::function<void(const std::string&, bool)>& progress) {
     const auto stop = [&] { return ctx.ShouldStop(); };
     json rows = json::array();
     const std::vector<double> rates = options.datarate > 0 ? std::vector<double>{options.datarate} : kLadder;
@@ -1049,6 +1078,8 @@ class NetProbe final : public Probe, private ResponderObserver {
       const std::string date = VnetperfDate();
       json per_rate = json::array();
       for (const auto& [name, address] : hosts) {
+        if (ctx.ShouldStop()) break;
+        progress(fmt::format("{} at {} MB/s with {}", test, rate, name), true);
         ThroughputOptions throughput;
         throughput.test = test == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
         throughput.duration = options.duration;
@@ -1059,16 +1090,19 @@ class NetProbe final : public Probe, private ResponderObserver {
         const CounterDeltas deltas = burst.End(throughput.test == ThroughputTest::kTcp);
         json row = ThroughputRow(date, test, rate, name, r);
         AttributeRow(r, throughput.test, rate * kMiB, interfaces, burst.devices(), deltas, row, findings);
+        Report(ctx, test, row);
         per_rate.push_back(std::move(row));
       }
       for (const auto& row : per_rate) rows.push_back(row);
       rows.push_back(AverageRow(per_rate, date, test, rate));
+      Report(ctx, test, rows.back());
     }
     return rows;
   }
 
   // How many hello-confirmed connections each host holds at once.
-  static json ConnectionTable(const NetProbeConfig& net, const Secret& secret, const Hosts& hosts) {
+  static json ConnectionTable(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret,
+                              const Hosts& hosts) {
     json rows = json::array();
     for (const auto& [name, address] : hosts) {
       const auto r = ConnectionTest(address, secret, net.max_connections, std::chrono::seconds(10));
@@ -1080,6 +1114,7 @@ class NetProbe final : public Probe, private ResponderObserver {
                       {"maximum", r.tried},
                       {"peer_limit", r.peer_limit},
                       {"configured_maximum", net.max_connections}});
+      Report(ctx, "connections", rows.back());
     }
     return rows;
   }

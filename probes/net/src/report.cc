@@ -12,8 +12,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kLatencyBanner =
-    "The maximum recommended rtt latency is 2 milliseconds. The ideal rtt latency is 200 microseconds or less. It is "
-    "recommended that clock skew be kept to under 1 second.\n";
+    "The maximum recommended rtt latency is 1000 microseconds (1 millisecond). The ideal rtt latency is 200 "
+    "microseconds or less. It is recommended that clock skew be kept to under 1 second.\n";
 constexpr const char* kThroughputBanner =
     "The minimum recommended throughput is 100 MB/s. Ideal throughput is 800 MB/s or more. Note: UDP numbers may be "
     "lower, multiple network switches may reduce performance results.\n";
@@ -25,44 +25,52 @@ std::string Int(const json& value) {
   return value.is_number() ? fmt::format("{}", static_cast<long long>(value.get<double>())) : std::string("-");
 }
 
-void LatencyTable(const json& rows, std::string* out) {
-  *out += kLatencyBanner;
-  *out += fmt::format("{:<17} | {:<23} | {:<16} | {:<5} | {:<17} | {}\n", "test", "date", "node", "index",
-                      "rtt latency (us)", "clock skew (us)");
-  *out += std::string(121, '-') + "\n";
-  for (const json& row : rows) {
-    *out +=
-        fmt::format("{:<17} | {:<23} | {:<16} | {:<5} | {:<17} | {}\n", "latency", row.value("date", ""),
-                    row.value("node", ""), Int(row["index"]), Int(row["rtt_latency_us"]), Int(row["clock_skew_us"]));
-  }
-  *out += "\n";
+// The table an entry kind belongs to (TCP and UDP rows share one), and its
+// banner and header.
+std::string TableOf(const std::string& kind) {
+  if (kind == "tcp-throughput" || kind == "udp-throughput") return "throughput";
+  return kind;
 }
 
-void ThroughputTable(const json& rows, std::string* out) {
-  *out += kThroughputBanner;
-  *out += fmt::format("{:<23} | {:<17} | {:<17} | {:<16} | {:<11} | {:<11} | {:<19} | {:<19} | {}\n", "date", "test",
-                      "rate limit (MB/s)", "node", "MB/s (sent)", "MB/s (rec)", "bytes (sent)", "bytes (rec)",
-                      "duration (s)");
-  *out += std::string(178, '-') + "\n";
-  for (const json& row : rows) {
-    *out += fmt::format("{:<23} | {:<17} | {:<17} | {:<16} | {:<11} | {:<11} | {:<19} | {:<19} | {}\n",
-                        row.value("date", ""), row.value("test", ""),
-                        Number(row.value("rate_limit_mb_per_second", 0.0)), row.value("node", ""),
-                        Number(row.value("mb_per_second_sent", 0.0)), Number(row.value("mb_per_second_received", 0.0)),
-                        Int(row["bytes_sent"]), Int(row["bytes_received"]), Number(row.value("duration_seconds", 0.0)));
+std::string TableHead(const std::string& table) {
+  if (table == "latency") {
+    return std::string(kLatencyBanner) +
+           fmt::format("{:<17} | {:<23} | {:<16} | {:<5} | {:<17} | {}\n", "test", "date", "node", "index",
+                       "rtt latency (us)", "clock skew (us)") +
+           std::string(121, '-') + "\n";
   }
-  *out += "\n";
+  if (table == "throughput") {
+    return std::string(kThroughputBanner) +
+           fmt::format("{:<23} | {:<17} | {:<17} | {:<16} | {:<11} | {:<11} | {:<19} | {:<19} | {}\n", "date", "test",
+                       "rate limit (MB/s)", "node", "MB/s (sent)", "MB/s (rec)", "bytes (sent)", "bytes (rec)",
+                       "duration (s)") +
+           std::string(178, '-') + "\n";
+  }
+  if (table == "connections") {
+    return fmt::format("{:<17} | {:<23} | {:<16} | {:<21} | {}\n", "test", "date", "node", "connections accepted",
+                       "maximum tried") +
+           std::string(100, '-') + "\n";
+  }
+  return "";
 }
 
-void ConnectionsTable(const json& rows, std::string* out) {
-  *out += fmt::format("{:<17} | {:<23} | {:<16} | {:<21} | {}\n", "test", "date", "node", "connections accepted",
-                      "maximum tried");
-  *out += std::string(100, '-') + "\n";
-  for (const json& row : rows) {
-    *out += fmt::format("{:<17} | {:<23} | {:<16} | {:<21} | {}\n", "connections", row.value("date", ""),
-                        row.value("node", ""), Int(row["accepted"]), Int(row["maximum"]));
+std::string TableRow(const std::string& table, const json& row) {
+  if (table == "latency") {
+    return fmt::format("{:<17} | {:<23} | {:<16} | {:<5} | {:<17} | {}\n", "latency", row.value("date", ""),
+                       row.value("node", ""), Int(row["index"]), Int(row["rtt_latency_us"]), Int(row["clock_skew_us"]));
   }
-  *out += "\n";
+  if (table == "throughput") {
+    return fmt::format("{:<23} | {:<17} | {:<17} | {:<16} | {:<11} | {:<11} | {:<19} | {:<19} | {}\n",
+                       row.value("date", ""), row.value("test", ""), Number(row.value("rate_limit_mb_per_second", 0.0)),
+                       row.value("node", ""), Number(row.value("mb_per_second_sent", 0.0)),
+                       Number(row.value("mb_per_second_received", 0.0)), Int(row["bytes_sent"]),
+                       Int(row["bytes_received"]), Number(row.value("duration_seconds", 0.0)));
+  }
+  if (table == "connections") {
+    return fmt::format("{:<17} | {:<23} | {:<16} | {:<21} | {}\n", "connections", row.value("date", ""),
+                       row.value("node", ""), Int(row["accepted"]), Int(row["maximum"]));
+  }
+  return "";
 }
 
 // Which interface serves each host (issue 22), then what fell short and
@@ -100,24 +108,57 @@ void InterfacesAndFindings(const json& result, std::string* out) {
 
 }  // namespace
 
-std::string FormatVnetperfReport(const json& result) {
+std::string VnetperfStream::Entry(const json& entry) {
+  const std::string kind = entry.value("kind", "");
   std::string out;
-  const json& tests = result.contains("tests") ? result["tests"] : json::object();
-  for (const json& bad : result.value("bad_hosts", json::array())) {
-    out += fmt::format("Host {} is not reachable: {}\n", bad.value("node", ""), bad.value("error", ""));
+  if (kind == "bad_host") {
+    out = fmt::format("Host {} is not reachable: {}\n", entry.value("node", ""), entry.value("error", ""));
+    bad_hosts_ = true;
+    return out;
   }
-  if (!out.empty()) out += "\n";
-  if (tests.contains("latency")) LatencyTable(tests["latency"], &out);
-  json throughput = json::array();
-  for (const char* test : {"tcp-throughput", "udp-throughput"}) {
-    if (tests.contains(test)) {
-      for (const json& row : tests[test]) throughput.push_back(row);
-    }
+  const std::string table = TableOf(kind);
+  if (TableHead(table).empty()) return out;
+  if (table != open_table_) {
+    out += Close();
+    out += TableHead(table);
+    open_table_ = table;
   }
-  if (!throughput.empty()) ThroughputTable(throughput, &out);
-  if (tests.contains("connections")) ConnectionsTable(tests["connections"], &out);
+  return out + TableRow(table, entry);
+}
+
+std::string VnetperfStream::Close() {
+  std::string out;
+  if (bad_hosts_) out += "\n";
+  bad_hosts_ = false;
+  if (!open_table_.empty()) out += "\n";
+  open_table_.clear();
+  return out;
+}
+
+std::string VnetperfStream::Finish(const json& result) {
+  std::string out = Close();
   InterfacesAndFindings(result, &out);
   return out;
+}
+
+std::string FormatVnetperfReport(const json& result) {
+  VnetperfStream stream;
+  std::string out;
+  for (const json& bad : result.value("bad_hosts", json::array())) {
+    json entry = bad;
+    entry["kind"] = "bad_host";
+    out += stream.Entry(entry);
+  }
+  const json& tests = result.contains("tests") ? result["tests"] : json::object();
+  for (const char* test : {"latency", "tcp-throughput", "udp-throughput", "connections"}) {
+    if (!tests.contains(test)) continue;
+    for (const json& row : tests[test]) {
+      json entry = row;
+      entry["kind"] = test;
+      out += stream.Entry(entry);
+    }
+  }
+  return out + stream.Finish(result);
 }
 
 }  // namespace hostperf::probes::net

@@ -89,7 +89,8 @@ const probes::ProbeModule kModule = {
     .config_section = &Section,
     .parse_options = nullptr,
     .figures = &Figures,
-    .command = {"example", "  example             test-only probe: the configured greeting's length\n", &Command},
+    .command = {"example", "  example             test-only probe: the configured greeting's length\n", &Command,
+                /*reference_tool=*/""},
 };
 
 }  // namespace

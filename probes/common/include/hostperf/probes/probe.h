@@ -185,6 +185,10 @@ struct CliCommand {
   std::string_view usage;  // its lines in `hostperf --help`
   // Exit code: 0 success, 1 the run failed, 2 a usage error.
   int (*run)(const std::vector<std::string>& args, const CommandContext& context) = nullptr;
+  // The reference tool's program name ("vioperf"): `hostperf` started under
+  // that name (a link in the package's drop-in directory) runs this command
+  // with the tool's own argument syntax. Empty: none.
+  std::string_view reference_tool;
 };
 
 // A probe module: everything central code needs to know about one probe, so

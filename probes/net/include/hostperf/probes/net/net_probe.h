@@ -65,4 +65,21 @@ Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const nlohmann
 // vnetperf's banners and tables from a full run's JSON result.
 std::string FormatVnetperfReport(const nlohmann::json& result);
 
+// The same report printed as a run goes (vnetperf prints each host's row as
+// its test ends): Entry() for each of the run's reports (a row with its
+// "kind": "bad_host", "latency", "tcp-throughput", "udp-throughput",
+// "connections"), opening a table with its banner and header when the kind
+// changes; Finish() closes the last table and adds the result's interfaces
+// and findings.
+class VnetperfStream {
+ public:
+  std::string Entry(const nlohmann::json& entry);
+  std::string Finish(const nlohmann::json& result);
+
+ private:
+  std::string Close();
+  std::string open_table_;
+  bool bad_hosts_ = false;
+};
+
 }  // namespace hostperf::probes::net
