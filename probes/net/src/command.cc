@@ -25,7 +25,7 @@ shows the step running and the time left. Options take "--opt value" or
   --condense             one-line JSON results
   --datarate R           rate limit in MB/s; 0 (default) steps 32 64 128 256 512 640 768 1024 2048
   --duration S           seconds per test and rate (default 1); latency paces its
-                         pings over it (one per 10 ms, 20 to 6000)
+                         pings over it (one per 2 ms, 20 to 6000)
   --hosts h1,h2 | FILE   hosts (names or addresses, optional :port); a file holds
                          one per line or a comma-separated list; default: the
                          configured peers
