@@ -348,6 +348,11 @@ void Workload::FormatNext(const Lane& lane, std::byte* target, const File& file,
               options_.crc);
 }
 
+// Measured at 4 KiB on a RAM-backed ext4 (issue 20): Read with every block's
+// check handed to the helper ran at 0.62 of fio, inline at about 1.0; a
+// 4 KiB CRC32C takes well under a microsecond, a hand-off's wake-up several.
+bool Workload::Overlapped(const Lane& lane) const { return options_.crc && lane.size >= kOverlapMinBlockSize; }
+
 void Workload::Verify(Lane& lane, const File& file, std::uint64_t index, std::span<const std::byte> data) {
   const BlockId expected{file.id, index, file.generation[index]};
   const BlockStatus status = VerifyBlock(data, expected, options_.crc);
@@ -368,16 +373,17 @@ Result<void> Workload::Write(Lane& lane) {
   bool next_formatted = false;
   return Sweep(lane, false, [&](File& file, std::uint64_t index) -> Result<void> {
     std::byte* target = lane.buffers[lane.next_buffer].get();
-    if (!options_.crc) {
-      // Without a CRC formatting is a header and a copy: handing it to the
-      // helper would cost more in wake-ups than it overlaps (small blocks).
+    if (!Overlapped(lane)) {
+      // Without a CRC formatting is a header and a copy, and a small block's
+      // CRC takes less than a wake-up: handing it to the helper would cost
+      // more than it overlaps.
       FormatNext(lane, target, file, index);
     } else if (next_formatted) {
       lane.helper->WaitIdle();
     } else {
       FormatNext(lane, target, file, index);  // the first block of a file
     }
-    next_formatted = options_.crc && index + 1 < lane.blocks;
+    next_formatted = Overlapped(lane) && index + 1 < lane.blocks;
     if (next_formatted) {
       std::byte* other = lane.buffers[lane.next_buffer ^ 1].get();
       lane.helper->Submit([this, &lane, other, &file, index] { FormatNext(lane, other, file, index + 1); });
@@ -424,8 +430,9 @@ Result<void> Workload::ReadBlocks(Lane& lane, DiskOp op, bool every_other_block)
         TimedIo(false, file.file->fd(), target, lane.size, index * lane.size, lane.latency(op), file.file->name());
     if (!read.ok()) return read;
     lane.counters->bytes_read.fetch_add(lane.size, std::memory_order_relaxed);
-    if (!options_.crc) {
-      Verify(lane, file, index, {target, lane.size});  // the header alone: not worth a hand-off
+    if (!Overlapped(lane)) {
+      // The header alone, or a small block's CRC: cheaper here than a hand-off.
+      Verify(lane, file, index, {target, lane.size});
       return {};
     }
     // Waits for the previous block's verification (the other buffer), so

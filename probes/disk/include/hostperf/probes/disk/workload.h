@@ -109,6 +109,11 @@ class Workload {
   // alternating halves.
   Result<void> Sweep(Lane& lane, bool every_other_block, const BlockStep& step);
   void FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index) const;
+  // Whether a lane's block formatting and checking run on its helper thread,
+  // overlapping the I/O: with CRCs on, and blocks of at least
+  // kOverlapMinBlockSize (below it the CRC costs less than the hand-off).
+  static constexpr std::size_t kOverlapMinBlockSize = 256 * 1024;
+  bool Overlapped(const Lane& lane) const;
   void Verify(Lane& lane, const File& file, std::uint64_t index, std::span<const std::byte> data);
   void RecordVerifyError(const std::string& message);
 
