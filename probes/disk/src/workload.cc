@@ -373,15 +373,14 @@ Result<void> Workload::Write(Lane& lane) {
   bool next_formatted = false;
   return Sweep(lane, false, [&](File& file, std::uint64_t index) -> Result<void> {
     std::byte* target = lane.buffers[lane.next_buffer].get();
-    if (!Overlapped(lane)) {
-      // Without a CRC formatting is a header and a copy, and a small block's
-      // CRC takes less than a wake-up: handing it to the helper would cost
-      // more than it overlaps.
-      FormatNext(lane, target, file, index);
-    } else if (next_formatted) {
+    // The helper formatted this block ahead (Overlapped lanes, after a
+    // file's first block); otherwise it is formatted here: without a CRC
+    // that is a header and a copy, and a small block's CRC takes less than
+    // a hand-off's wake-up.
+    if (next_formatted) {
       lane.helper->WaitIdle();
     } else {
-      FormatNext(lane, target, file, index);  // the first block of a file
+      FormatNext(lane, target, file, index);
     }
     next_formatted = Overlapped(lane) && index + 1 < lane.blocks;
     if (next_formatted) {

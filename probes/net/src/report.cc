@@ -117,13 +117,14 @@ std::string VnetperfStream::Entry(const json& entry) {
     return out;
   }
   const std::string table = TableOf(kind);
-  if (TableHead(table).empty()) return out;
+  const std::string row = TableRow(table, entry);
+  if (row.empty()) return out;  // not a table's kind
   if (table != open_table_) {
     out += Close();
     out += TableHead(table);
     open_table_ = table;
   }
-  return out + TableRow(table, entry);
+  return out + row;
 }
 
 std::string VnetperfStream::Close() {
