@@ -17,3 +17,12 @@ start_daemon() {
   done
   echo "daemon $name did not start:" >&2; cat "$work/$name/log" >&2; exit 1
 }
+
+# responder_only PORT: the config body of a daemon that only answers peers
+# (every probe off, the net responder on 127.0.0.1:PORT, $work/secret).
+responder_only() {
+  printf '[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n[probes.disk]\nenabled = false\n'
+  printf '[probes.net]\nenabled = false\nbind_address = "127.0.0.1"\nports = [%s]\nsecret_file = "%s"\n' \
+    "$1" "$work/secret"
+  printf 'rate_limit = 10000000\n'
+}

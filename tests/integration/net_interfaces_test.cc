@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon_fault_harness.h"
+#include "netns_harness.h"
 #include "process_harness.h"
 
 namespace hostperf::testing {
@@ -29,14 +30,6 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
 constexpr const char* kSecret = "net-interfaces-test-shared-secret-0123456789";
-
-std::string Find(const std::string& tool) {
-  for (const char* dir : {"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"}) {
-    const std::string path = dir + tool;
-    if (::access(path.c_str(), X_OK) == 0) return path;
-  }
-  return "";
-}
 
 // A namespace and its veth pair (addresses from 198.18.0.0/15, derived from
 // the pid), removed on every path by the destructor; a qdisc or MTU set on
@@ -75,16 +68,7 @@ class VethNamespace {
   const std::string& host_address() const { return host_address_; }
   const std::string& peer_address() const { return peer_address_; }
 
-  bool Run(const std::string& tool, const std::vector<std::string>& args) {
-    const auto result = RunCommand(Find(tool), args, 20s);
-    if (result.status != 0 && error_.empty()) {
-      std::ostringstream what;
-      what << tool;
-      for (const auto& a : args) what << " " << a;
-      error_ = what.str() + ": " + result.err;
-    }
-    return result.status == 0;
-  }
+  bool Run(const std::string& tool, const std::vector<std::string>& args) { return RunTool(tool, args, &error_); }
 
  private:
   std::string name_, host_if_, peer_if_, host_address_, peer_address_, error_;

@@ -243,6 +243,7 @@ int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<
         return outcome;
       },
       [&](const std::string& message) { return UsageError(std::string(module.command.name), message); },
+      [] { return g_cancel.load(); },
   };
   return module.command.run(args, context);
 }

@@ -14,9 +14,9 @@
 #include <random>
 #include <thread>
 
-namespace hostperf::probes::net {
+#include "control.h"
 
-namespace {
+namespace hostperf::probes::net {
 
 using Clock = std::chrono::steady_clock;
 
@@ -26,10 +26,12 @@ std::uint32_t RandomSessionId() {
 }
 
 bool SendMessage(int fd, const Message& message, const Secret& secret, Clock::time_point deadline,
-                 std::span<const std::uint8_t> binding = {}) {
+                 std::span<const std::uint8_t> binding) {
   const auto bytes = Encode(message, secret, binding);
   return WriteAll(fd, bytes.data(), bytes.size(), deadline);
 }
+
+namespace {
 
 bool ReadExact(int fd, std::uint8_t* data, std::size_t size, Clock::time_point deadline) {
   std::size_t done = 0;
@@ -46,11 +48,11 @@ bool ReadExact(int fd, std::uint8_t* data, std::size_t size, Clock::time_point d
   return true;
 }
 
-// One authenticated message from a stream; nullopt on EOF, timeout or a bad
-// message. `peer_version` gets the header's version when it is not ours.
+}  // namespace
+
 std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_point deadline,
-                                      std::span<const std::uint8_t> binding = {},
-                                      std::optional<std::uint8_t>* peer_version = nullptr) {
+                                      std::span<const std::uint8_t> binding,
+                                      std::optional<std::uint8_t>* peer_version) {
   std::vector<std::uint8_t> buffer(kHeaderSize);
   if (!ReadExact(fd, buffer.data(), kHeaderSize, deadline)) return std::nullopt;
   const std::size_t length = (static_cast<std::size_t>(buffer[12]) << 8) | buffer[13];
@@ -62,15 +64,7 @@ std::optional<Message> ReceiveMessage(int fd, const Secret& secret, Clock::time_
   return decoded.message;
 }
 
-// A control connection that has said hello, and the connection limit the
-// peer advertised in its reply.
-struct Control {
-  Fd fd;
-  std::uint32_t peer_max_connections = 0;
-  std::uint8_t peer_revision = 0;
-  std::optional<std::uint32_t> peer_mtu;  // revision >= 1 and known
-  std::vector<std::uint8_t> binding;      // both nonces: signs every later message
-};
+namespace {
 
 std::string VersionMismatch(const SocketAddress& peer, unsigned version) {
   return "protocol version mismatch: peer " + peer.ToString() + " speaks protocol version " + std::to_string(version) +
@@ -78,7 +72,8 @@ std::string VersionMismatch(const SocketAddress& peer, unsigned version) {
          " (upgrade hostperf on both hosts to the same release)";
 }
 
-// Connects and says hello ("protocol_error" when the peer does not answer it).
+}  // namespace
+
 Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clock::time_point deadline) {
   auto connected = ConnectTcp(peer, deadline);
   if (!connected) return connected.failure();
@@ -110,6 +105,8 @@ Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clo
   return Control{std::move(fd), ack->hello.max_connections, ack->hello.revision, mtu,
                  SessionBinding(hello.hello.nonce, ack->hello.nonce)};
 }
+
+namespace {
 
 void SleepUntil(Clock::time_point when) {
   // Sleep through long gaps, spin through short ones (timer slack is ~50 us).
@@ -317,8 +314,9 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   const std::vector<std::uint8_t> binding = std::move(control->binding);
   const auto control_deadline = [&] { return Clock::now() + options.connect_timeout; };
   Message start;
-  start.type = MessageType::kSessionStart;
+  start.type = options.plan_id != 0 ? MessageType::kPlanSessionStart : MessageType::kSessionStart;
   start.session = RandomSessionId();
+  start.start.plan_id = options.plan_id;
   start.start.test = options.test;
   start.start.duration_ms = static_cast<std::uint32_t>(
       std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
@@ -356,8 +354,15 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
     stop.session = start.session;
     SendMessage(fd.get(), stop, secret, control_deadline(), binding);
   }
-  const auto results =
-      ReceiveMessage(fd.get(), secret, Clock::now() + options.connect_timeout + options.duration, binding);
+  // The results come once the responder has seen the end; a stop request
+  // is honoured while waiting (a cancelled all-hosts plan, Ctrl-C).
+  const auto results_deadline = Clock::now() + options.connect_timeout + options.duration;
+  while (Clock::now() < results_deadline && !should_stop() &&
+         !WaitFd(fd.get(), POLLIN, std::min(results_deadline, Clock::now() + std::chrono::milliseconds(100)))) {
+  }
+  const auto results = should_stop() && !WaitFd(fd.get(), POLLIN, Clock::now())
+                           ? std::nullopt
+                           : ReceiveMessage(fd.get(), secret, results_deadline, binding);
   if (!results || results->type != MessageType::kResults) {
     result.outcome = SessionOutcome::kProtocolError;
     if (result.error.empty()) result.error = "no results from the peer";

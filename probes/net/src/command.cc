@@ -1,6 +1,7 @@
 #include "hostperf/probes/net/command.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -40,6 +41,21 @@ shows the step running and the time left. Options take "--opt value" or
                          :port are reached on the first
   --log-level L          INFO, ERROR, DEBUG or WARN (default WARN)
 The peers' secret comes from net.secret_file in --config.file.
+
+Hosts without hostperf (vnetperf's way, with the system's ssh and scp): any of
+these options copies hostperf-peer (one static program) to each host over SCP,
+starts it over SSH with a one-time secret on its standard input, runs the tests
+against it on the first port, then stops it and removes the copy, also on
+Ctrl-C. Hosts are [user@]host, without :port.
+  --ssh                  use SSH with the client's defaults (keys, agent, ~/.ssh/config)
+  --identity-file F      private key for ssh and scp (-i F)
+  --ssh-options "O"      options for ssh, e.g. "-p 2222 -o ConnectTimeout=5"
+  --scp-options "O"      options for scp, e.g. "-P 2222"
+  --tmp-dir D            where the copy goes on each host (default /tmp)
+  --installed            use the hosts' installed /usr/libexec/hostperf/hostperf-peer
+                         instead of copying it (vnetperf's --vertica-install, also accepted)
+  --collect-logs         bring each host's hostperf-peer log back
+  --log-dir D            where --collect-logs puts them (default .)
 )";
 
 namespace {
@@ -82,6 +98,15 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
       Valued("output-file", "", "a file name"),
       Valued("ports", "", "a list of port numbers"),
       Valued("log-level", "", "a level"),
+      Switch("ssh"),
+      Valued("identity-file", "", "a file name"),
+      Valued("ssh-options", "", "options"),
+      Valued("scp-options", "", "options"),
+      Valued("tmp-dir", "", "a directory"),
+      Switch("installed"),
+      Switch("vertica-install"),
+      Switch("collect-logs"),
+      Valued("log-dir", "", "a directory"),
   };
   auto parsed_flags = ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -141,6 +166,48 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
         return R::Error("--log-level: expected INFO, ERROR, DEBUG or WARN");
       }
       command.log_level = level;
+    } else if (flag.Is("ssh") || flag.Is("installed") || flag.Is("vertica-install") || flag.Is("collect-logs")) {
+      RemoteOptions& remote = command.remote ? *command.remote : command.remote.emplace();
+      if (flag.Is("installed") || flag.Is("vertica-install")) remote.installed = true;
+      if (flag.Is("collect-logs")) remote.collect_logs = true;
+    } else {  // the valued SSH options
+      if (text.empty()) return R::Error(flag.spelled + " needs a value");
+      RemoteOptions& remote = command.remote ? *command.remote : command.remote.emplace();
+      if (flag.Is("identity-file")) {
+        if (::access(text.c_str(), R_OK) != 0) return R::Error("--identity-file: cannot read " + text);
+        remote.identity_file = text;
+      } else if (flag.Is("ssh-options") || flag.Is("scp-options")) {
+        auto words = SplitOptions(text);
+        if (!words) return R::Error(flag.spelled + ": " + words.error());
+        (flag.Is("ssh-options") ? remote.ssh_options : remote.scp_options) = std::move(words).value();
+      } else if (flag.Is("tmp-dir")) {
+        if (text.front() != '/' || text.find_first_of("'\"\\$`\n") != std::string::npos) {
+          return R::Error("--tmp-dir: an absolute path without quotes or shell characters");
+        }
+        remote.tmp_dir = text;
+      } else if (flag.Is("log-dir")) {
+        remote.log_dir = text;
+      }
+    }
+  }
+  if (command.remote) {
+    if (!options.contains("hosts")) return R::Error("SSH options need --hosts (the hosts to start hostperf-peer on)");
+    for (const auto& host : options["hosts"]) {
+      const std::string name = host.get<std::string>();
+      const auto at = name.rfind('@');
+      const std::string bare = at == std::string::npos ? name : name.substr(at + 1);
+      if (bare.find(':') != std::string::npos && bare.find(':') == bare.rfind(':')) {
+        return R::Error("--hosts: \"" + name + "\": over SSH hosts take no :port (--ports sets it)");
+      }
+    }
+    command.remote_hosts = options["hosts"].get<std::vector<std::string>>();
+    options.erase("hosts");  // replaced by the peers' host:port once they run
+    if (options.contains("ports")) command.remote->port = static_cast<std::uint16_t>(options["ports"][0].get<int>());
+    if (command.remote->collect_logs) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(command.remote->log_dir, ec)) {
+        return R::Error("--log-dir: " + command.remote->log_dir + " is not a directory");
+      }
     }
   }
   if (!parsed_flags->positional.empty()) options["tests"] = parsed_flags->positional;

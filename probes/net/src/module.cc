@@ -9,11 +9,26 @@
 
 #include "hostperf/probes/net/command.h"
 #include "hostperf/probes/net/net_probe.h"
+#include "hostperf/probes/net/protocol.h"
+#include "hostperf/probes/net/remote.h"
 
 namespace hostperf::probes::net {
 namespace {
 
 using nlohmann::json;
+
+// A secret for one run over SSH: 32 random bytes as 64 hex digits (one
+// line on the peers' standard input).
+Secret OneTimeSecret() {
+  const Secret bytes = RandomSecret();
+  static const char kHex[] = "0123456789abcdef";
+  Secret text;
+  for (const std::uint8_t byte : bytes) {
+    text.push_back(static_cast<std::uint8_t>(kHex[byte >> 4]));
+    text.push_back(static_cast<std::uint8_t>(kHex[byte & 15]));
+  }
+  return text;
+}
 
 void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   // One key per line reads as a schema.
@@ -56,6 +71,51 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     return 0;
   }
   spdlog::set_level(spdlog::level::from_str(command.log_level));
+  // Bare hosts: hostperf-peer started over SSH for this run, with a secret
+  // made for it; stopped and removed when `remote` goes, on every path out.
+  NetOptions options = command.options;
+  std::unique_ptr<RemotePeers> remote;
+  if (command.remote) {
+    RemoteOptions remote_options = *command.remote;
+    if (!remote_options.installed) {
+      auto program = FindPeerProgram();
+      if (!program) {
+        std::fprintf(stderr, "hostperf net: %s\n", program.error().c_str());
+        return 1;
+      }
+      remote_options.peer_program = std::move(program).value();
+    }
+    const Secret secret = OneTimeSecret();
+    remote = StartRemotePeers(
+        command.remote_hosts, remote_options, std::string(secret.begin(), secret.end()), context.cancelled,
+        [](const std::string& line) { std::fprintf(stderr, "hostperf net: %s\n", line.c_str()); });
+    std::vector<std::string> targets;
+    std::string bad;
+    for (const RemoteHost& host : remote->hosts()) {
+      if (!host.error.empty()) {
+        std::printf("Host %s is not usable: %s\n", host.destination.c_str(), host.error.c_str());
+        bad = bad.empty() ? host.destination : bad;
+      } else {
+        targets.push_back(host.target);
+      }
+    }
+    std::fflush(stdout);
+    if (context.cancelled()) return 130;
+    if (!bad.empty() && !options.ignore_bad_hosts) {
+      std::fprintf(stderr,
+                   "hostperf net: bad_hosts: cannot start hostperf-peer on %s (use --ignore-bad-hosts to "
+                   "test the others)\n",
+                   bad.c_str());
+      return 1;
+    }
+    if (targets.empty()) {
+      std::fprintf(stderr, "hostperf net: no_hosts: hostperf-peer started on no host\n");
+      return 1;
+    }
+    options.hosts = targets;
+    options.ports = std::vector<std::uint16_t>{remote_options.port};
+    options.secret = secret;
+  }
   // Tables: each host's row as its test ends (vnetperf prints as it goes).
   VnetperfStream stream;
   std::function<void(const json&)> on_report;
@@ -65,7 +125,8 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
       std::fflush(stdout);
     };
   }
-  const auto outcome = context.run_full(std::make_shared<NetOptions>(command.options), std::move(on_report));
+  const auto outcome = context.run_full(std::make_shared<NetOptions>(std::move(options)), std::move(on_report));
+  if (remote) remote->Stop();
   if (command.json) {
     PrintJsonResult(outcome);
     if (command.output_file.empty()) return CommandExitCode("net", outcome);

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <utility>
 
 #include "hostperf/base/files.h"
@@ -27,6 +28,7 @@
 #include "hostperf/probes/net/interfaces.h"
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
+#include "hostperf/probes/net/plan.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
 
@@ -252,6 +254,79 @@ json ThroughputRow(const std::string& date, const std::string& test, double rate
   }
   if (!r.error.empty()) row["error"] = r.error;
   return row;
+}
+
+// One host's row of a throughput test among all hosts: vnetperf's columns
+// (what the host sent and what it received, in the same seconds).
+json PlanRow(const std::string& date, const std::string& test, double rate, const AllToAllHostResult& r) {
+  const PlanReport& p = r.report;
+  json row = {{"date", date},
+              {"test", test},
+              {"rate_limit_mb_per_second", rate},
+              {"node", r.name},
+              {"mode", "all-to-all"},
+              {"mb_per_second_sent", r.SentBytesPerSecond() / kMiB},
+              {"mb_per_second_received", r.ReceivedBytesPerSecond() / kMiB},
+              {"bytes_sent", p.bytes_sent},
+              {"bytes_received", p.bytes_received},
+              {"duration_seconds", r.SentSeconds()},
+              {"sessions_ok", p.sessions_ok},
+              {"sessions_failed", p.sessions_failed},
+              {"outcome", r.ok ? (p.sessions_failed == 0 ? "ok" : "partial") : "failed"}};
+  if (test == "udp-throughput") {
+    row["packets_sent"] = p.packets_sent;
+    row["packets_received"] = p.packets_received;
+    row["loss_ratio"] = r.LossRatio();
+    row["jitter_seconds"] = p.jitter_ns / 1e9;
+  }
+  if (!r.error.empty()) row["error"] = r.error;
+  return row;
+}
+
+// What fell short in one rate's test among all hosts, localised as
+// Pingmesh does: a host is named when it falls short of the rate and of the
+// other hosts (its link, its port); when most hosts fall short together,
+// one finding names the shared network instead of every host.
+std::vector<std::string> PlanShortfalls(std::span<const AllToAllHostResult> results, const std::string& test,
+                                        double rate) {
+  std::vector<std::string> findings;
+  std::vector<double> moved;  // per host that reported: the lower of sent and received
+  for (const auto& r : results) {
+    if (!r.ok) {
+      findings.push_back(fmt::format("{}: {} failed among all hosts: {}", r.name, test, r.error));
+    } else if (r.report.sessions_failed > 0) {
+      findings.push_back(fmt::format("{}: {} of its {} sessions to other hosts failed", r.name,
+                                     r.report.sessions_failed, r.report.sessions_ok + r.report.sessions_failed));
+    } else if (test == "udp-throughput" && r.report.packets_lost > 0) {
+      findings.push_back(
+          fmt::format("{}: UDP loss {:.1f}% among all hosts at {} MB/s", r.name, r.LossRatio() * 100, rate));
+    }
+    if (r.ok) moved.push_back(std::min(r.SentBytesPerSecond(), r.ReceivedBytesPerSecond()));
+  }
+  const double expected = rate * kMiB;
+  if (moved.empty() || expected <= 0 || test != "tcp-throughput") return findings;
+  // A host that stands out from the others is named first: it also drags the
+  // others' figures down by its share, which is not theirs to answer for.
+  const double median = Median(moved);
+  bool named = false;
+  for (const auto& r : results) {
+    if (!r.ok) continue;
+    const double sent = r.SentBytesPerSecond(), received = r.ReceivedBytesPerSecond();
+    if (std::min(sent, received) >= kShortfallRatio * std::min(median, expected)) continue;
+    named = true;
+    findings.push_back(
+        fmt::format("{}: sent {:.1f} MB/s and received {:.1f} MB/s among all hosts at {} MB/s, the "
+                    "others a median {:.1f} MB/s: its link, its switch port or the host",
+                    r.name, sent / kMiB, received / kMiB, rate, median / kMiB));
+  }
+  if (!named && median < kShortfallRatio * expected) {
+    findings.push_back(
+        fmt::format("{} of {} hosts moved less than {:.0f}% of {} MB/s among all hosts (median {:.1f} "
+                    "MB/s): the network they share (switch, uplinks) or the hosts' CPUs",
+                    std::count_if(moved.begin(), moved.end(), [&](double m) { return m < kShortfallRatio * expected; }),
+                    moved.size(), kShortfallRatio * 100, rate, median / kMiB));
+  }
+  return findings;
 }
 
 json AverageRow(const json& rows, const std::string& date, const std::string& test, double rate) {
@@ -931,7 +1006,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (tests.empty()) tests.insert(FullRunTests().begin(), FullRunTests().end());
     const bool ignore_bad = options.ignore_bad_hosts;
 
-    const auto secret = ClientSecret(net);
+    const auto secret = options.secret ? Result<Secret>(*options.secret) : ClientSecret(net);
     if (!secret) return ProbeOutcome::Failure(secret.failure());
     std::vector<std::string> errors;
     const auto specs = ConfiguredPeers(net, &errors);
@@ -955,7 +1030,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     const std::size_t rates = options.datarate > 0 ? 1 : kLadder.size();
     std::size_t slots = tests.contains("latency") ? 1 : 0;
     for (const char* test : {"tcp-throughput", "udp-throughput"}) {
-      if (tests.contains(test)) slots += rates * hosts.size();
+      if (tests.contains(test)) slots += rates * (hosts.size() >= 2 ? 1 : hosts.size());
     }
     const auto started = Clock::now();
     const auto planned = options.duration * static_cast<std::int64_t>(slots);
@@ -1067,10 +1142,13 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   // One throughput test over the rate ladder (or the one --datarate): per
-  // rate, a session with each host in turn, then their average.
+  // rate, every host sends to all the others and receives from them at once
+  // (vnetperf's test among hosts), then their average. With one host, a
+  // session from this host to it.
   json ThroughputLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
                         const Secret& secret, const Hosts& hosts, const std::string& test, InterfaceCache& interfaces,
                         json& findings, const std::function<void(const std::string&, bool)>& progress) {
+    if (hosts.size() >= 2) return AllToAllLadder(ctx, net, options, secret, hosts, test, findings, progress);
     const auto stop = [&] { return ctx.ShouldStop(); };
     json rows = json::array();
     const std::vector<double> rates = options.datarate > 0 ? std::vector<double>{options.datarate} : kLadder;
@@ -1096,6 +1174,49 @@ class NetProbe final : public Probe, private ResponderObserver {
       }
       for (const auto& row : per_rate) rows.push_back(row);
       rows.push_back(AverageRow(per_rate, date, test, rate));
+      Report(ctx, test, rows.back());
+    }
+    return rows;
+  }
+
+  // The ladder among all hosts at once, coordinated through their
+  // responders (plan.h); a host that fails is reported, the others go on.
+  static json AllToAllLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
+                             const Secret& secret, const Hosts& hosts, const std::string& test, json& findings,
+                             const std::function<void(const std::string&, bool)>& progress) {
+    std::vector<PeerTarget> targets;
+    for (const auto& [name, address] : hosts) targets.push_back({name, address});
+    json rows = json::array();
+    const std::vector<double> rates = options.datarate > 0 ? std::vector<double>{options.datarate} : kLadder;
+    for (const double rate : rates) {
+      if (ctx.ShouldStop()) break;
+      progress(fmt::format("{} at {} MB/s among {} hosts", test, rate, hosts.size()), true);
+      AllToAllOptions plan;
+      plan.test = test == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
+      plan.duration = options.duration;
+      plan.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
+      plan.datagram_size = net.udp_datagram_size;
+      const std::string date = VnetperfDate();
+      json per_rate = json::array();
+      json ok_rows = json::array();
+      const auto results = RunAllToAll(
+          targets, plan, secret, [&] { return ctx.ShouldStop(); },
+          [&](const AllToAllHostResult& r) {
+            json row = PlanRow(date, test, rate, r);
+            Report(ctx, test, row);
+            if (r.ok) ok_rows.push_back(row);
+            per_rate.push_back(std::move(row));
+          });
+      for (std::string& finding : PlanShortfalls(results, test, rate)) findings.push_back(std::move(finding));
+      // The table in the order the hosts were given, not the order they finished.
+      for (const auto& [name, address] : hosts) {
+        for (const json& row : per_rate) {
+          if (row["node"] == name) rows.push_back(row);
+        }
+      }
+      json average = AverageRow(ok_rows, date, test, rate);
+      average["mode"] = "all-to-all";
+      rows.push_back(std::move(average));
       Report(ctx, test, rows.back());
     }
     return rows;

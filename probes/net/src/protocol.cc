@@ -127,11 +127,48 @@ void WritePayload(const Message& m, Writer& w) {
       w.I64(m.type == MessageType::kPing ? 0 : m.ping.t3_ns);
       break;
     case MessageType::kSessionStart:
+    case MessageType::kPlanSessionStart:
       w.U8(static_cast<std::uint8_t>(m.start.test));
       w.U8(0);
       w.U16(0);
       w.U32(m.start.duration_ms);
       w.U64(m.start.rate_bytes_per_second);
+      if (m.type == MessageType::kPlanSessionStart) w.U64(m.start.plan_id);
+      break;
+    case MessageType::kPlan:
+      w.U64(m.plan.id);
+      w.U8(static_cast<std::uint8_t>(m.plan.test));
+      w.U8(0);
+      w.U16(m.plan.peer_count);
+      w.U32(m.plan.duration_ms);
+      w.U64(m.plan.rate_bytes_per_second);
+      w.U32(m.plan.datagram_size);
+      w.U32(0);
+      break;
+    case MessageType::kPlanPeers:
+      w.U16(static_cast<std::uint16_t>(m.peers.size()));
+      w.U16(0);
+      for (const PlanPeer& peer : m.peers) {
+        w.U8(peer.family);
+        for (const std::uint8_t byte : peer.address) w.U8(byte);
+        w.U16(peer.port);
+      }
+      break;
+    case MessageType::kPlanGo:
+      break;
+    case MessageType::kPlanReport:
+      w.U64(m.report.bytes_sent);
+      w.U64(m.report.bytes_received);
+      w.I64(m.report.sent_ns);
+      w.I64(m.report.received_ns);
+      w.U64(m.report.packets_sent);
+      w.U64(m.report.packets_received);
+      w.U64(m.report.packets_lost);
+      w.I64(m.report.jitter_ns);
+      w.U16(m.report.sessions_ok);
+      w.U16(m.report.sessions_failed);
+      w.U16(m.report.peers_received);
+      w.U16(0);
       break;
     case MessageType::kAccept:
       w.U64(m.accept.token);
@@ -148,6 +185,16 @@ void WritePayload(const Message& m, Writer& w) {
       w.I64(m.results.jitter_ns);
       break;
   }
+}
+
+bool ReadTest(Reader& r, ThroughputTest* test) {
+  const std::uint8_t value = r.U8();
+  if (value != static_cast<std::uint8_t>(ThroughputTest::kTcp) &&
+      value != static_cast<std::uint8_t>(ThroughputTest::kUdp)) {
+    return false;
+  }
+  *test = static_cast<ThroughputTest>(value);
+  return true;
 }
 
 bool ReadPayload(Reader& r, std::size_t length, Message* m) {
@@ -174,19 +221,55 @@ bool ReadPayload(Reader& r, std::size_t length, Message* m) {
       m->ping.t2_ns = r.I64();
       m->ping.t3_ns = r.I64();
       break;
-    case MessageType::kSessionStart: {
-      const std::uint8_t test = r.U8();
-      if (test != static_cast<std::uint8_t>(ThroughputTest::kTcp) &&
-          test != static_cast<std::uint8_t>(ThroughputTest::kUdp)) {
-        return false;
-      }
-      m->start.test = static_cast<ThroughputTest>(test);
+    case MessageType::kSessionStart:
+    case MessageType::kPlanSessionStart: {
+      if (!ReadTest(r, &m->start.test)) return false;
       r.U8();
       r.U16();
       m->start.duration_ms = r.U32();
       m->start.rate_bytes_per_second = r.U64();
+      if (m->type == MessageType::kPlanSessionStart) m->start.plan_id = r.U64();
       break;
     }
+    case MessageType::kPlan:
+      m->plan.id = r.U64();
+      if (!ReadTest(r, &m->plan.test)) return false;
+      r.U8();
+      m->plan.peer_count = r.U16();
+      m->plan.duration_ms = r.U32();
+      m->plan.rate_bytes_per_second = r.U64();
+      m->plan.datagram_size = r.U32();
+      r.U32();
+      break;
+    case MessageType::kPlanPeers: {
+      const std::uint16_t count = r.U16();
+      r.U16();
+      if (count == 0 || count > kPlanPeersPerMessage || length != 4 + count * kPlanPeerSize) return false;
+      m->peers.resize(count);
+      for (PlanPeer& peer : m->peers) {
+        peer.family = r.U8();
+        for (std::uint8_t& byte : peer.address) byte = r.U8();
+        peer.port = r.U16();
+        if ((peer.family != 4 && peer.family != 6) || peer.port == 0) return false;
+      }
+      break;
+    }
+    case MessageType::kPlanGo:
+      break;
+    case MessageType::kPlanReport:
+      m->report.bytes_sent = r.U64();
+      m->report.bytes_received = r.U64();
+      m->report.sent_ns = r.I64();
+      m->report.received_ns = r.I64();
+      m->report.packets_sent = r.U64();
+      m->report.packets_received = r.U64();
+      m->report.packets_lost = r.U64();
+      m->report.jitter_ns = r.I64();
+      m->report.sessions_ok = r.U16();
+      m->report.sessions_failed = r.U16();
+      m->report.peers_received = r.U16();
+      r.U16();
+      break;
     case MessageType::kAccept:
       m->accept.token = r.U64();
       break;
@@ -205,7 +288,7 @@ bool ReadPayload(Reader& r, std::size_t length, Message* m) {
   return r.ok();
 }
 
-bool KnownType(std::uint8_t type) { return type >= 1 && type <= 10; }
+bool KnownType(std::uint8_t type) { return type >= 1 && type <= 15; }
 
 }  // namespace
 
@@ -231,6 +314,16 @@ std::string_view ToString(MessageType type) {
       return "session_stop";
     case MessageType::kResults:
       return "results";
+    case MessageType::kPlan:
+      return "plan";
+    case MessageType::kPlanPeers:
+      return "plan_peers";
+    case MessageType::kPlanGo:
+      return "plan_go";
+    case MessageType::kPlanSessionStart:
+      return "plan_session_start";
+    case MessageType::kPlanReport:
+      return "plan_report";
   }
   return "unknown";
 }
@@ -273,6 +366,16 @@ std::optional<std::size_t> PayloadSize(MessageType type) {
       return 0;
     case MessageType::kResults:
       return 40;
+    case MessageType::kPlan:
+      return 32;
+    case MessageType::kPlanPeers:
+      return 4 + kPlanPeerSize;  // one peer; kPlanPeersPerMessage at most
+    case MessageType::kPlanGo:
+      return 0;
+    case MessageType::kPlanSessionStart:
+      return 24;
+    case MessageType::kPlanReport:
+      return 72;
   }
   return std::nullopt;
 }
@@ -280,6 +383,7 @@ std::optional<std::size_t> PayloadSize(MessageType type) {
 std::size_t PayloadSizeOf(const Message& message) {
   const std::size_t base = PayloadSize(message.type).value_or(0);
   if (message.type == MessageType::kHelloAck && message.hello.revision >= 1) return base + kHelloAckExtensionSize;
+  if (message.type == MessageType::kPlanPeers) return 4 + message.peers.size() * kPlanPeerSize;
   return base;
 }
 
@@ -303,7 +407,7 @@ void MacWithBinding(const Secret& secret, std::span<const std::uint8_t> message,
 std::vector<std::uint8_t> EncodeVersion(const Message& message, const Secret& secret,
                                         std::span<const std::uint8_t> binding, std::uint8_t version) {
   std::vector<std::uint8_t> out;
-  out.reserve(kHeaderSize + 64 + kMacSize);
+  out.reserve(kHeaderSize + PayloadSizeOf(message) + kMacSize);
   Writer w(&out);
   w.U32(kMagic);
   w.U8(version);
@@ -353,9 +457,12 @@ Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::sp
   }
   const auto message_type = static_cast<MessageType>(type);
   const std::size_t base = *PayloadSize(message_type);
-  // A hello reply of revision >= 1 is longer (see "Revisions" in protocol.h).
-  const bool size_ok = length == base || (message_type == MessageType::kHelloAck &&
-                                          length >= base + kHelloAckExtensionSize && length <= kMaxPayload);
+  // A hello reply of revision >= 1 is longer (see "Revisions" in protocol.h);
+  // a peer list's length follows its count (checked with the payload).
+  const bool size_ok =
+      length == base ||
+      (message_type == MessageType::kHelloAck && length >= base + kHelloAckExtensionSize && length <= kMaxPayload) ||
+      (message_type == MessageType::kPlanPeers && length >= base && (length - 4) % kPlanPeerSize == 0);
   if (length > kMaxPayload || !size_ok) {
     decoded.error = DecodeError::kBadLength;
     return decoded;

@@ -12,9 +12,13 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <utility>
+
+#include "hostperf/probes/net/plan.h"
 
 namespace hostperf::probes::net {
 
@@ -40,6 +44,12 @@ constexpr auto kHandshakeDeadline = std::chrono::seconds(5);
 constexpr int kMaxFailuresPerSource = 32;
 constexpr auto kFailureWindow = std::chrono::seconds(10);
 constexpr auto kBlockFor = std::chrono::seconds(30);
+// A plan accepted but never started (the coordinator went quiet) is dropped
+// this long after it was accepted.
+constexpr auto kPlanGoTimeout = std::chrono::seconds(10);
+// A started plan reports at the latest this long after its planned end
+// (sessions' connects and result exchanges included), whatever its peers do.
+constexpr auto kPlanReportGrace = std::chrono::seconds(5);
 
 // Per-source token bucket.
 struct Bucket {
@@ -54,7 +64,17 @@ struct Failures {
   Clock::time_point blocked_until;
 };
 
-enum class ConnState { kAwaitHello, kReady, kTcpStreaming, kUdpSession, kClosing };
+// kAwaitPlanPeers .. kPlanRunning: a coordinator's connection (protocol.h, revision 2).
+enum class ConnState {
+  kAwaitHello,
+  kReady,
+  kTcpStreaming,
+  kUdpSession,
+  kAwaitPlanPeers,
+  kPlanAccepted,
+  kPlanRunning,
+  kClosing
+};
 
 struct Connection {
   Fd fd;
@@ -66,11 +86,13 @@ struct Connection {
   Clock::time_point last_message;     // the last whole valid message
   bool proven = false;                // a message signed over this connection's nonces was received
   std::vector<std::uint8_t> binding;  // after the hello: client nonce | responder nonce
+  Plan offered_plan;                  // kAwaitPlanPeers: the plan whose peers are arriving
+  std::vector<PlanPeer> offered_peers;
 };
 
+// A throughput session: the one pair session, or one of a plan's sessions.
 struct Session {
-  bool active = false;
-  int owner_fd = -1;
+  std::uint64_t plan_id = 0;  // 0: a pair session
   ThroughputTest test = ThroughputTest::kTcp;
   std::uint64_t token = 0;
   std::uint32_t session_id = 0;
@@ -91,6 +113,51 @@ struct Listener {
   bool udp = false;
 };
 
+// The sending half of a plan, on a thread of its own so that the poll loop
+// keeps serving the peers' sessions meanwhile.
+class PlanSender {
+ public:
+  PlanSender(Plan plan, std::vector<PlanPeer> peers, const Secret& secret, RealtimeClock realtime,
+             std::function<void()> on_done)
+      : thread_([this, plan = std::move(plan), peers = std::move(peers), secret, realtime = std::move(realtime),
+                 on_done = std::move(on_done)] {
+          report_ = SendToPlanPeers(
+              plan, peers, secret, [this] { return stop_.load(); }, realtime);
+          done_.store(true);
+          on_done();
+        }) {}
+  ~PlanSender() {
+    stop_.store(true);
+    thread_.join();
+  }
+  void Stop() { stop_.store(true); }
+  bool Done() const { return done_.load(); }
+  const PlanReport& report() const { return report_; }  // once Done()
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+  PlanReport report_;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
+// The plan this responder takes part in (at most one at a time).
+struct PlanState {
+  bool active = false;
+  bool going = false;  // kPlanGo received: sending
+  int coordinator_fd = -1;
+  Plan plan;
+  std::vector<PlanPeer> peers;
+  Clock::time_point deadline;  // for kPlanGo, then for the report
+  std::uint16_t sessions_started = 0;
+  // What the peers' sessions of this plan delivered, once they ended.
+  PlanReport received;
+  double jitter_sum_ns = 0;
+  std::optional<Clock::time_point> first_byte;
+  Clock::time_point last_byte;
+  std::unique_ptr<PlanSender> sender;
+};
+
 class ResponderImpl final : public Responder {
  public:
   explicit ResponderImpl(ResponderOptions options) : options_(std::move(options)), rng_(std::random_device{}()) {}
@@ -100,6 +167,9 @@ class ResponderImpl final : public Responder {
     const std::uint64_t one = 1;
     if (wake_.valid()) (void)!::write(wake_.get(), &one, sizeof(one));
     if (thread_.joinable()) thread_.join();
+    // Senders stop at their next pacing step; joined before wake_ goes.
+    plan_.sender.reset();
+    retired_senders_.clear();
   }
 
   std::vector<std::uint16_t> Ports() const override { return ports_; }
@@ -258,6 +328,10 @@ class ResponderImpl final : public Responder {
       const int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) break;
       const auto now = Clock::now();
+      if (fds[0].revents & POLLIN) {
+        std::uint64_t count = 0;
+        (void)!::read(wake_.get(), &count, sizeof(count));
+      }
       // Connections first: a client that closed its connections and at once
       // opens a new one (the connection-limit test, then the next run's
       // hello) must find their slots free, not a full table. It also keeps an
@@ -347,21 +421,24 @@ class ResponderImpl final : public Responder {
   }
 
   void OnUdpData(const UdpData& data, std::size_t size, Clock::time_point now) {
-    if (!session_.active || session_.test != ThroughputTest::kUdp || data.token != session_.token) {
+    const auto owner = udp_tokens_.find(data.token);
+    const auto it = owner == udp_tokens_.end() ? sessions_.end() : sessions_.find(owner->second);
+    if (it == sessions_.end() || it->second.test != ThroughputTest::kUdp) {
       Drop("malformed");
       return;
     }
-    session_.bytes += size;
-    session_.packets += 1;
-    session_.max_seq = std::max(session_.max_seq, data.seq);
-    if (!session_.first_byte) session_.first_byte = now;
-    session_.last_byte = now;
+    Session& session = it->second;
+    session.bytes += size;
+    session.packets += 1;
+    session.max_seq = std::max(session.max_seq, data.seq);
+    if (!session.first_byte) session.first_byte = now;
+    session.last_byte = now;
     const std::int64_t transit = options_.realtime() - data.sent_ns;
-    if (session_.last_transit) {
-      const double d = static_cast<double>(std::llabs(transit - *session_.last_transit));
-      session_.jitter_ns += (d - session_.jitter_ns) / 16.0;
+    if (session.last_transit) {
+      const double d = static_cast<double>(std::llabs(transit - *session.last_transit));
+      session.jitter_ns += (d - session.jitter_ns) / 16.0;
     }
-    session_.last_transit = transit;
+    session.last_transit = transit;
   }
 
   // --- TCP -----------------------------------------------------------------
@@ -402,7 +479,8 @@ class ResponderImpl final : public Responder {
   }
 
   void Close(int fd) {
-    if (session_.active && session_.owner_fd == fd) session_ = Session{};
+    EndSession(fd);
+    if (plan_.active && plan_.coordinator_fd == fd) CancelPlan();
     connections_.erase(fd);
   }
 
@@ -437,7 +515,7 @@ class ResponderImpl final : public Responder {
           return Close(fd);
         }
         if (conn.state == ConnState::kTcpStreaming) {
-          OnTcpData(static_cast<std::size_t>(n), now);
+          OnTcpData(fd, static_cast<std::size_t>(n), now);
           continue;
         }
         if (conn.state == ConnState::kClosing) continue;
@@ -470,33 +548,183 @@ class ResponderImpl final : public Responder {
     conn.out.insert(conn.out.end(), bytes.begin(), bytes.end());
   }
 
-  void OnTcpData(std::size_t bytes, Clock::time_point now) {
-    if (!session_.first_byte) session_.first_byte = now;
-    session_.last_byte = now;
-    session_.bytes += bytes;
+  void OnTcpData(int fd, std::size_t bytes, Clock::time_point now) {
+    const auto it = sessions_.find(fd);
+    if (it == sessions_.end()) return;
+    Session& session = it->second;
+    if (!session.first_byte) session.first_byte = now;
+    session.last_byte = now;
+    session.bytes += bytes;
   }
 
   void OnEof(Connection& conn) {
-    if (conn.state == ConnState::kTcpStreaming && session_.active && session_.owner_fd == conn.fd.get()) {
+    const auto it = sessions_.find(conn.fd.get());
+    if (conn.state == ConnState::kTcpStreaming && it != sessions_.end()) {
       // The client half-closed: the stream was the request, the results the reply.
-      Send(conn, ResultsMessage(), conn.binding);
-      session_ = Session{};
+      Send(conn, ResultsMessage(it->second), conn.binding);
+      EndSession(conn.fd.get());
     }
     conn.state = ConnState::kClosing;
   }
 
-  Message ResultsMessage() const {
+  static Message ResultsMessage(const Session& session) {
     Message m;
     m.type = MessageType::kResults;
-    m.session = session_.session_id;
-    m.results.bytes = session_.bytes;
-    m.results.packets = session_.packets;
-    const std::uint64_t expected = session_.packets == 0 ? 0 : session_.max_seq + 1;
-    m.results.packets_lost = expected > session_.packets ? expected - session_.packets : 0;
+    m.session = session.session_id;
+    m.results.bytes = session.bytes;
+    m.results.packets = session.packets;
+    m.results.packets_lost = LostPackets(session);
     m.results.duration_ns =
-        session_.first_byte ? std::chrono::nanoseconds(session_.last_byte - *session_.first_byte).count() : 0;
-    m.results.jitter_ns = static_cast<std::int64_t>(session_.jitter_ns);
+        session.first_byte ? std::chrono::nanoseconds(session.last_byte - *session.first_byte).count() : 0;
+    m.results.jitter_ns = static_cast<std::int64_t>(session.jitter_ns);
     return m;
+  }
+
+  static std::uint64_t LostPackets(const Session& session) {
+    const std::uint64_t expected = session.packets == 0 ? 0 : session.max_seq + 1;
+    return expected > session.packets ? expected - session.packets : 0;
+  }
+
+  bool PairSessionActive() const {
+    return std::any_of(sessions_.begin(), sessions_.end(), [](const auto& entry) { return entry.second.plan_id == 0; });
+  }
+
+  // Starts the session owned by `conn` (a pair session when plan_id is 0).
+  Message StartSession(Connection& conn, const Message& request, Clock::time_point now) {
+    Session session;
+    session.plan_id = request.start.plan_id;
+    session.test = request.start.test;
+    do {
+      session.token = rng_() | 1;
+    } while (udp_tokens_.contains(session.token));
+    session.session_id = request.session;
+    session.started = now;
+    session.expires = now + std::chrono::milliseconds(request.start.duration_ms) + kSessionGrace;
+    const int fd = conn.fd.get();
+    if (session.test == ThroughputTest::kUdp) udp_tokens_[session.token] = fd;
+    Message reply;
+    reply.session = request.session;
+    reply.type = MessageType::kAccept;
+    reply.accept.token = session.token;
+    sessions_[fd] = session;
+    conn.state = request.start.test == ThroughputTest::kTcp ? ConnState::kTcpStreaming : ConnState::kUdpSession;
+    return reply;
+  }
+
+  // Ends the session owned by `fd`, if any; a session of the running plan
+  // adds what it received to the plan's report.
+  void EndSession(int fd) {
+    const auto it = sessions_.find(fd);
+    if (it == sessions_.end()) return;
+    const Session& session = it->second;
+    if (plan_.active && session.plan_id == plan_.plan.id) AddReceived(session, /*ended=*/true);
+    udp_tokens_.erase(session.token);
+    sessions_.erase(it);
+  }
+
+  void AddReceived(const Session& session, bool ended) {
+    PlanReport& r = plan_.received;
+    r.bytes_received += session.bytes;
+    r.packets_received += session.packets;
+    r.packets_lost += LostPackets(session);
+    plan_.jitter_sum_ns += session.jitter_ns;
+    if (ended) ++r.peers_received;
+    if (session.first_byte) {
+      plan_.first_byte = plan_.first_byte ? std::min(*plan_.first_byte, *session.first_byte) : *session.first_byte;
+      plan_.last_byte = std::max(plan_.last_byte, session.last_byte);
+    }
+  }
+
+  // --- Plans (protocol revision 2) ---------------------------------------
+
+  // A plan offered on `conn` (kPlan): why it cannot be taken, as the reply
+  // type, or nullopt.
+  std::optional<MessageType> RefusePlan(const Plan& plan) const {
+    if (plan_.active || PairSessionActive()) return MessageType::kBusy;
+    // Every peer holds a connection here, the coordinator one more.
+    if (plan.id == 0 || plan.peer_count == 0 || plan.peer_count >= options_.max_connections || plan.duration_ms == 0 ||
+        plan.duration_ms > options_.max_session_ms) {
+      return MessageType::kDenied;
+    }
+    return std::nullopt;
+  }
+
+  void StartPlan(Connection& conn, Clock::time_point now) {
+    plan_ = PlanState{};
+    plan_.active = true;
+    plan_.coordinator_fd = conn.fd.get();
+    plan_.plan = conn.offered_plan;
+    plan_.peers = std::move(conn.offered_peers);
+    plan_.deadline = now + kPlanGoTimeout;
+    conn.offered_peers.clear();
+  }
+
+  void GoPlan(Clock::time_point now) {
+    plan_.going = true;
+    plan_.deadline = now + std::chrono::milliseconds(plan_.plan.duration_ms) + kPlanReportGrace;
+    const int wake = wake_.get();
+    plan_.sender = std::make_unique<PlanSender>(plan_.plan, plan_.peers, options_.secret, options_.realtime, [wake] {
+      const std::uint64_t one = 1;
+      (void)!::write(wake, &one, sizeof(one));
+    });
+  }
+
+  // The sender stops at its next step; it is joined once it has.
+  void RetireSender() {
+    if (!plan_.sender) return;
+    plan_.sender->Stop();
+    retired_senders_.push_back(std::move(plan_.sender));
+  }
+
+  void CancelPlan() {
+    RetireSender();
+    plan_ = PlanState{};
+  }
+
+  // The report goes when this host's sends are done and every peer's
+  // session here has ended, or at the deadline with what there is.
+  void MaybeReport(Clock::time_point now) {
+    if (!plan_.active) return;
+    if (!plan_.going) {
+      if (now > plan_.deadline) {
+        const auto coordinator = connections_.find(plan_.coordinator_fd);
+        CancelPlan();
+        if (coordinator != connections_.end()) coordinator->second.state = ConnState::kClosing;
+      }
+      return;
+    }
+    const bool sent = plan_.sender && plan_.sender->Done();
+    if (!(sent && plan_.received.peers_received >= plan_.peers.size()) && now <= plan_.deadline) return;
+    Message m;
+    m.type = MessageType::kPlanReport;
+    for (const auto& [fd, session] : sessions_) {
+      if (session.plan_id == plan_.plan.id) AddReceived(session, /*ended=*/false);
+    }
+    m.report = plan_.received;
+    const std::size_t sessions = plan_.peers.size();
+    if (sent) {
+      const PlanReport& own = plan_.sender->report();
+      m.report.bytes_sent = own.bytes_sent;
+      m.report.packets_sent = own.packets_sent;
+      m.report.sent_ns = own.sent_ns;
+      m.report.sessions_ok = own.sessions_ok;
+      m.report.sessions_failed = own.sessions_failed;
+    } else {
+      m.report.sessions_failed = static_cast<std::uint16_t>(sessions);  // still sending at the deadline
+    }
+    m.report.received_ns = plan_.first_byte ? std::chrono::nanoseconds(plan_.last_byte - *plan_.first_byte).count() : 0;
+    if (m.report.peers_received > 0) {
+      m.report.jitter_ns = static_cast<std::int64_t>(plan_.jitter_sum_ns / m.report.peers_received);
+    }
+    const auto coordinator = connections_.find(plan_.coordinator_fd);
+    if (coordinator != connections_.end()) {
+      Send(coordinator->second, m, coordinator->second.binding);
+      coordinator->second.state = ConnState::kReady;  // it may offer the next plan
+      coordinator->second.last_message = now;
+      Flush(coordinator->second);
+    }
+    Count(MessageType::kPlanReport);
+    CancelPlan();
   }
 
   // Handles whole control messages; false closes the connection silently.
@@ -525,7 +753,7 @@ class ResponderImpl final : public Responder {
       if (!HandleControl(conn, *decoded.message, now)) return false;
     }
     if (conn.state == ConnState::kTcpStreaming && offset < conn.in.size()) {
-      OnTcpData(conn.in.size() - offset, now);  // data right behind the start message
+      OnTcpData(conn.fd.get(), conn.in.size() - offset, now);  // data right behind the start message
       offset = conn.in.size();
     }
     conn.in.erase(conn.in.begin(), conn.in.begin() + static_cast<long>(offset));
@@ -550,37 +778,79 @@ class ResponderImpl final : public Responder {
         conn.state = ConnState::kReady;
         return true;
       case ConnState::kReady:
-        if (message.type != MessageType::kSessionStart) break;
+        if (message.type == MessageType::kPlan) {
+          Count(message.type);
+          conn.proven = true;  // signed over this connection's fresh nonce
+          if (const auto refusal = RefusePlan(message.plan)) {
+            if (*refusal == MessageType::kBusy) Drop("busy");
+            reply.type = *refusal;
+            Send(conn, reply, conn.binding);
+            return true;
+          }
+          conn.offered_plan = message.plan;
+          conn.offered_peers.clear();
+          conn.state = ConnState::kAwaitPlanPeers;
+          return true;
+        }
+        if (message.type != MessageType::kSessionStart && message.type != MessageType::kPlanSessionStart) break;
         Count(message.type);
-        conn.proven = true;  // signed over this connection's fresh nonce
-        if (session_.active) {
-          Drop("busy");
-          reply.type = MessageType::kBusy;
-        } else if (message.start.duration_ms == 0 || message.start.duration_ms > options_.max_session_ms) {
+        conn.proven = true;
+        if (message.start.duration_ms == 0 || message.start.duration_ms > options_.max_session_ms) {
+          reply.type = MessageType::kDenied;
+        } else if (message.type == MessageType::kSessionStart) {
+          if (!sessions_.empty() || plan_.active) {
+            Drop("busy");
+            reply.type = MessageType::kBusy;
+          } else {
+            reply = StartSession(conn, message, now);
+          }
+        } else if (!plan_.active || message.start.plan_id != plan_.plan.id || message.start.test != plan_.plan.test ||
+                   plan_.sessions_started >= plan_.peers.size()) {
+          // Only the plan this host was given, and one session per peer:
+          // nobody else can make this responder receive (or send) for a plan.
           reply.type = MessageType::kDenied;
         } else {
-          session_ = Session{};
-          session_.active = true;
-          session_.owner_fd = conn.fd.get();
-          session_.test = message.start.test;
-          session_.token = rng_() | 1;
-          session_.session_id = message.session;
-          session_.started = now;
-          session_.expires = now + std::chrono::milliseconds(message.start.duration_ms) + kSessionGrace;
-          reply.type = MessageType::kAccept;
-          reply.accept.token = session_.token;
-          conn.state = message.start.test == ThroughputTest::kTcp ? ConnState::kTcpStreaming : ConnState::kUdpSession;
+          ++plan_.sessions_started;
+          reply = StartSession(conn, message, now);
         }
         Send(conn, reply, conn.binding);
         return true;
-      case ConnState::kUdpSession:
+      case ConnState::kAwaitPlanPeers:
+        if (message.type != MessageType::kPlanPeers ||
+            conn.offered_peers.size() + message.peers.size() > conn.offered_plan.peer_count) {
+          break;
+        }
+        Count(message.type);
+        conn.offered_peers.insert(conn.offered_peers.end(), message.peers.begin(), message.peers.end());
+        if (conn.offered_peers.size() < conn.offered_plan.peer_count) return true;
+        if (const auto refusal = RefusePlan(conn.offered_plan)) {  // another plan came first
+          reply.type = *refusal;
+          conn.state = ConnState::kReady;
+        } else {
+          StartPlan(conn, now);
+          reply.type = MessageType::kAccept;
+          reply.accept.token = plan_.plan.id;
+          conn.state = ConnState::kPlanAccepted;
+        }
+        Send(conn, reply, conn.binding);
+        return true;
+      case ConnState::kPlanAccepted:
+        if (message.type != MessageType::kPlanGo || !plan_.active || plan_.coordinator_fd != conn.fd.get()) break;
+        Count(message.type);
+        GoPlan(now);
+        conn.state = ConnState::kPlanRunning;
+        return true;
+      case ConnState::kUdpSession: {
         if (message.type != MessageType::kSessionStop) break;
         Count(message.type);
-        Send(conn, ResultsMessage(), conn.binding);
-        session_ = Session{};
+        const auto it = sessions_.find(conn.fd.get());
+        if (it != sessions_.end()) Send(conn, ResultsMessage(it->second), conn.binding);
+        EndSession(conn.fd.get());
         conn.state = ConnState::kReady;
         return true;
+      }
       case ConnState::kTcpStreaming:
+      case ConnState::kPlanRunning:
       case ConnState::kClosing:
         break;
     }
@@ -589,11 +859,17 @@ class ResponderImpl final : public Responder {
   }
 
   void Expire(Clock::time_point now) {
-    if (session_.active && now > session_.expires) Close(session_.owner_fd);
+    std::vector<int> expired;
+    for (const auto& [fd, session] : sessions_) {
+      if (now > session.expires) expired.push_back(fd);
+    }
+    for (const int fd : expired) Close(fd);
+    MaybeReport(now);
+    std::erase_if(retired_senders_, [](const auto& sender) { return sender->Done(); });
     std::vector<int> idle;
     for (const auto& [fd, conn] : connections_) {
-      const bool in_session = session_.active && session_.owner_fd == fd;
-      if (in_session) continue;  // bounded by the session's expiry
+      // Bounded by the session's expiry or the plan's deadline.
+      if (sessions_.contains(fd) || (plan_.active && plan_.coordinator_fd == fd)) continue;
       if (!conn.proven ? now - conn.accepted > kHandshakeDeadline : now - conn.last_message > kIdleTimeout) {
         idle.push_back(fd);
       }
@@ -608,9 +884,12 @@ class ResponderImpl final : public Responder {
   std::map<std::string, Bucket> buckets_;
   FailureTable udp_failures_;
   FailureTable tcp_failures_;
-  Session session_;
+  std::map<int, Session> sessions_;                    // by the owning connection
+  std::unordered_map<std::uint64_t, int> udp_tokens_;  // UDP session token -> its connection
   std::mt19937_64 rng_;
   Fd wake_;
+  PlanState plan_;  // after wake_: its sender signals it when done
+  std::vector<std::unique_ptr<PlanSender>> retired_senders_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -169,6 +169,9 @@ struct CommandContext {
   // A bad option: prints one line, "hostperf <command>: <message>; see
   // 'hostperf <command> --help'", and returns the usage exit code (2).
   std::function<int(const std::string& message)> usage_error;
+  // True once the user asked to stop (Ctrl-C, SIGTERM): for work a command
+  // does around its run (the run itself stops on its own).
+  std::function<bool()> cancelled = [] { return false; };
 };
 
 // A command's exit code after its run: 0, or 1 with "hostperf <command>:

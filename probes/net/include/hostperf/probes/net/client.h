@@ -66,6 +66,7 @@ struct ThroughputOptions {
   std::size_t write_size = 128 * 1024;      // TCP write size
   std::size_t datagram_size = 8192;         // UDP datagram size
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(2);
+  std::uint64_t plan_id = 0;  // non-zero: a session of this all-hosts plan (plan.h)
 };
 
 struct ThroughputResult {

@@ -6,6 +6,7 @@
 
 #include "hostperf/base/result.h"
 #include "hostperf/probes/net/net_probe.h"
+#include "hostperf/probes/net/remote.h"
 
 namespace hostperf::probes::net {
 
@@ -20,6 +21,10 @@ struct NetCommand {
   // --json: the result (the run API's shape) on stdout instead of the tables;
   // the results file is then written only when --output-file names one.
   bool json = false;
+  // Bare hosts over SSH (--ssh, --identity-file, --ssh-options, --scp-options,
+  // --tmp-dir, --installed): hostperf-peer is started on options.hosts.
+  std::optional<RemoteOptions> remote;
+  std::vector<std::string> remote_hosts;  // with `remote`: [user@]host, from --hosts
 };
 
 extern const char* const kNetUsage;

@@ -52,6 +52,8 @@ struct NetOptions : ProbeOptions {
   std::optional<std::vector<std::string>> hosts;                // none: the configured peers
   bool ignore_bad_hosts = false;
   std::optional<std::vector<std::uint16_t>> ports;  // none: [probes.net] ports
+  // A one-time secret (bare hosts over SSH, remote.h); none: probes.net.secret_file.
+  std::optional<std::vector<std::uint8_t>> secret;
 };
 // Parses full-run options (an error names the first bad field). `duration`:
 // the run's length (the run API's top-level "duration"), which the options'

@@ -39,9 +39,24 @@ namespace hostperf::probes::net {
 // nor expects them, so its MTU reads as unknown, never as an error. A later
 // revision may append more bytes; a reader takes what it knows. UDP hello
 // replies stay at revision 0 (a reply is never larger than its request).
+//
+// Revision 2: throughput among all hosts at once (a full run's all-to-all
+// test). A coordinator sends each tested host's responder, on a control
+// connection, kPlan (test, duration, the host's total sending rate, the
+// number of peers) and the peers' addresses in kPlanPeers messages; the
+// responder answers kAccept, kBusy (a session or another plan is active) or
+// kDenied (beyond its limits). Once every host accepted, kPlanGo starts them:
+// each host opens one session per peer with kPlanSessionStart (a session
+// start naming the plan), which that peer accepts beside the others of the
+// same plan, and sends at rate / peers to each. When its sends are done and
+// its peers' sessions ended (or a grace period passed), the responder sends
+// the coordinator kPlanReport. The coordinator closing the connection
+// cancels the plan. Only revision-2 peers are sent these messages: an older
+// responder would treat them as malformed.
 inline constexpr std::uint32_t kMagic = 0x48504e54;  // "HPNT"
 inline constexpr std::uint8_t kProtocolVersion = 2;
-inline constexpr std::uint8_t kProtocolRevision = 1;
+inline constexpr std::uint8_t kProtocolRevision = 2;
+inline constexpr std::uint8_t kPlanRevision = 2;          // the revision that knows plans
 inline constexpr std::size_t kHelloAckExtensionSize = 4;  // revision 1: the MTU (u32)
 inline constexpr std::uint8_t kLegacyProtocolVersion = 1;
 inline constexpr std::size_t kNonceSize = 16;
@@ -62,6 +77,12 @@ enum class MessageType : std::uint8_t {
   kDenied = 8,        // request not allowed (bad parameters)
   kSessionStop = 9,   // TCP, UDP sessions only: the sender is done
   kResults = 10,      // TCP: bytes and packets received, duration, loss, jitter
+  // Revision 2 (see above).
+  kPlan = 11,              // coordinator -> responder: plan id, test, duration, rate, peer count
+  kPlanPeers = 12,         // coordinator -> responder: some of the plan's peer addresses
+  kPlanGo = 13,            // coordinator -> responder: start sending
+  kPlanSessionStart = 14,  // host -> peer: kSessionStart of a plan (answered like one)
+  kPlanReport = 15,        // responder -> coordinator: what this host sent and received
 };
 std::string_view ToString(MessageType type);
 
@@ -84,6 +105,38 @@ struct SessionStart {
   ThroughputTest test = ThroughputTest::kTcp;
   std::uint32_t duration_ms = 0;
   std::uint64_t rate_bytes_per_second = 0;  // 0: unlimited
+  std::uint64_t plan_id = 0;                // kPlanSessionStart only
+};
+struct Plan {
+  std::uint64_t id = 0;  // random, non-zero
+  ThroughputTest test = ThroughputTest::kTcp;
+  std::uint16_t peer_count = 0;  // how many addresses the kPlanPeers messages carry
+  std::uint32_t duration_ms = 0;
+  std::uint64_t rate_bytes_per_second = 0;  // the host's total, spread over its peers; 0: unlimited
+  std::uint32_t datagram_size = 0;          // UDP
+};
+// A peer's address as a plan carries it: family (4 or 6), 16 address bytes
+// (IPv4 in the first 4), port.
+inline constexpr std::size_t kPlanPeerSize = 19;
+inline constexpr std::size_t kPlanPeersPerMessage = (kMaxPayload - 4) / kPlanPeerSize;
+struct PlanPeer {
+  std::uint8_t family = 4;
+  std::array<std::uint8_t, 16> address{};
+  std::uint16_t port = 0;
+  bool operator==(const PlanPeer&) const = default;
+};
+struct PlanReport {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::int64_t sent_ns = 0;      // from go to the last send's end
+  std::int64_t received_ns = 0;  // first to last byte received from any peer
+  std::uint64_t packets_sent = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t packets_lost = 0;  // UDP: gaps in the peers' sequences
+  std::int64_t jitter_ns = 0;      // UDP: the mean of the peers' RFC 3550 jitter
+  std::uint16_t sessions_ok = 0;   // sends that ran (a session accepted by the peer)
+  std::uint16_t sessions_failed = 0;
+  std::uint16_t peers_received = 0;  // peers whose sessions to this host ended
 };
 struct Accept {
   std::uint64_t token = 0;
@@ -104,6 +157,9 @@ struct Message {
   SessionStart start;
   Accept accept;
   Results results;
+  Plan plan;
+  std::vector<PlanPeer> peers;  // kPlanPeers: at most kPlanPeersPerMessage
+  PlanReport report;
 };
 
 enum class DecodeError { kTruncated, kBadMagic, kBadVersion, kBadType, kBadLength, kBadHmac, kMalformed };
@@ -127,7 +183,8 @@ std::vector<std::uint8_t> Encode(const Message& message, const Secret& secret,
 // kTruncated means "need more bytes" on a stream.
 Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::span<const std::uint8_t> binding = {});
 // Payload length of a message type at revision 0 (fixed per type, except a
-// hello reply of revision >= 1, which is longer: PayloadSizeOf).
+// hello reply of revision >= 1, which is longer, and kPlanPeers, whose
+// length follows its count: PayloadSizeOf).
 std::optional<std::size_t> PayloadSize(MessageType type);
 // The payload length Encode writes for this message.
 std::size_t PayloadSizeOf(const Message& message);

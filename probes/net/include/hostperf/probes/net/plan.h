@@ -1,0 +1,63 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/protocol.h"
+#include "hostperf/probes/net/sockets.h"
+
+namespace hostperf::probes::net {
+
+// Throughput among all hosts at once (protocol revision 2, protocol.h): the
+// coordinator's side, and what a responder's sending half runs.
+
+PlanPeer ToPlanPeer(const SocketAddress& address);
+SocketAddress FromPlanPeer(const PlanPeer& peer);
+
+// What one host of a plan sends: a session with each peer at once, at
+// plan.rate / peers each, for the plan's duration.
+PlanReport SendToPlanPeers(const Plan& plan, std::span<const PlanPeer> peers, const Secret& secret,
+                           const std::function<bool()>& should_stop, const RealtimeClock& realtime = RealtimeNs);
+
+struct AllToAllOptions {
+  ThroughputTest test = ThroughputTest::kTcp;
+  std::chrono::nanoseconds duration = std::chrono::seconds(1);
+  std::uint64_t rate_bytes_per_second = 0;  // each host's total sending rate; 0: unlimited
+  std::size_t datagram_size = 8192;         // UDP
+  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(2);
+  // How long after the planned end a host's report may still come; a host
+  // silent past it is reported as failed (the run never waits for ever).
+  std::chrono::nanoseconds report_grace = std::chrono::seconds(8);
+};
+
+struct AllToAllHostResult {
+  std::string name;
+  bool ok = false;
+  std::string error;  // why there is no report (unreachable, busy, denied, lost mid-test, silent)
+  PlanReport report;  // when ok
+  double SentSeconds() const { return report.sent_ns / 1e9; }
+  double SentBytesPerSecond() const { return report.sent_ns > 0 ? report.bytes_sent / SentSeconds() : 0; }
+  // Over the same window as the sends: every host sends for the duration.
+  double ReceivedBytesPerSecond() const { return report.sent_ns > 0 ? report.bytes_received / SentSeconds() : 0; }
+  double LossRatio() const {
+    const double expected = static_cast<double>(report.packets_received + report.packets_lost);
+    return expected > 0 ? report.packets_lost / expected : 0;
+  }
+};
+
+// Runs one plan among `hosts` (each a revision-2 responder): every host
+// sends to all the others and receives from them at the same time. Hosts
+// that refuse (busy, denied) or cannot be reached are left out and the plan
+// runs among the rest; `on_host` is called as each host's result is known.
+// Returns one result per host, in order.
+std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
+                                            const Secret& secret, const std::function<bool()>& should_stop,
+                                            const std::function<void(const AllToAllHostResult&)>& on_host = {});
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hostperf/base/result.h"
+
+namespace hostperf::probes::net {
+
+// `hostperf net` on bare hosts (vnetperf's way): hostperf-peer copied over
+// SCP and started over SSH on each host, with the system's OpenSSH client.
+struct RemoteOptions {
+  std::string identity_file;             // ssh -i / scp -i; empty: the client's defaults
+  std::vector<std::string> ssh_options;  // before our own, so that they win
+  std::vector<std::string> scp_options;
+  std::string tmp_dir = "/tmp";  // where each host gets its hostperf.XXXXXX directory
+  // Use the hosts' installed hostperf-peer (vnetperf's --vertica-install)
+  // instead of copying one.
+  bool installed = false;
+  std::string installed_program = "/usr/libexec/hostperf/hostperf-peer";
+  bool collect_logs = false;  // bring each host's peer log back to log_dir
+  std::string log_dir = ".";
+  std::string peer_program;  // the local hostperf-peer to copy (FindPeerProgram)
+  std::uint16_t port = 14159;
+  std::string ssh = "ssh";
+  std::string scp = "scp";
+  std::chrono::seconds step_timeout{60};  // each of mktemp, scp, start, stop, cleanup
+};
+
+struct RemoteHost {
+  std::string destination;  // as given: [user@]host
+  std::string target;       // host:port for the tests, once the peer is ready
+  std::string error;        // why it could not be started
+  std::string directory;    // the copy's directory there (empty when installed)
+  std::string log_file;     // with collect_logs, where its log went
+};
+
+// The peers started for one run. Stop() (also run by the destructor, so on
+// every path out) ends each peer by closing its standard input, removes what
+// was copied and brings the logs back.
+class RemotePeers {
+ public:
+  virtual ~RemotePeers() = default;
+  virtual const std::vector<RemoteHost>& hosts() const = 0;
+  virtual void Stop() = 0;
+};
+
+// Starts a peer on every host at once; a host where it failed has its error
+// set (the others run). `secret_line`: the one-time secret, written to each
+// peer's standard input. `progress`: one line per step and host.
+std::unique_ptr<RemotePeers> StartRemotePeers(const std::vector<std::string>& destinations, RemoteOptions options,
+                                              const std::string& secret_line, const std::function<bool()>& cancelled,
+                                              const std::function<void(const std::string&)>& progress);
+
+// The hostperf-peer to copy: $HOSTPERF_PEER, beside this program (the build
+// tree) or in ../libexec/hostperf/ from it (an install).
+Result<std::string> FindPeerProgram();
+
+// Splits an option string as a shell would split plain words (quotes
+// group; no expansion): "-o Port=2222 -o 'User=a b'".
+Result<std::vector<std::string>> SplitOptions(const std::string& text);
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,42 @@
+#pragma once
+
+// The client side of a control connection, shared by the pair sessions
+// (client.cc) and the all-hosts plans (plan.cc). Internal to the net probe.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "hostperf/base/result.h"
+#include "hostperf/probes/net/protocol.h"
+#include "hostperf/probes/net/sockets.h"
+
+namespace hostperf::probes::net {
+
+std::uint32_t RandomSessionId();
+
+bool SendMessage(int fd, const Message& message, const Secret& secret, std::chrono::steady_clock::time_point deadline,
+                 std::span<const std::uint8_t> binding = {});
+
+// One authenticated message from a stream; nullopt on EOF, timeout or a bad
+// message. `peer_version` gets the header's version when it is not ours.
+std::optional<Message> ReceiveMessage(int fd, const Secret& secret, std::chrono::steady_clock::time_point deadline,
+                                      std::span<const std::uint8_t> binding = {},
+                                      std::optional<std::uint8_t>* peer_version = nullptr);
+
+// A control connection that has said hello, and what the peer said in its reply.
+struct Control {
+  Fd fd;
+  std::uint32_t peer_max_connections = 0;
+  std::uint8_t peer_revision = 0;
+  std::optional<std::uint32_t> peer_mtu;  // revision >= 1 and known
+  std::vector<std::uint8_t> binding;      // both nonces: signs every later message
+};
+
+// Connects and says hello ("protocol_error" when the peer does not answer it).
+Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret,
+                            std::chrono::steady_clock::time_point deadline);
+
+}  // namespace hostperf::probes::net

@@ -1,0 +1,301 @@
+#include "hostperf/probes/net/plan.h"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "control.h"
+
+namespace hostperf::probes::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t RandomPlanId() {
+  std::random_device device;
+  const std::uint64_t id = (static_cast<std::uint64_t>(device()) << 32) | device();
+  return id == 0 ? 1 : id;
+}
+
+// A datagram size the sender can use whatever the plan says.
+std::size_t DatagramSize(std::uint32_t planned) {
+  return planned == 0 ? 8192 : std::clamp<std::size_t>(planned, kUdpDataHeader, 65000);
+}
+
+}  // namespace
+
+PlanPeer ToPlanPeer(const SocketAddress& address) {
+  PlanPeer peer;
+  peer.port = address.port();
+  if (address.family() == AF_INET6) {
+    peer.family = 6;
+    std::memcpy(peer.address.data(), &reinterpret_cast<const sockaddr_in6*>(&address.storage)->sin6_addr, 16);
+  } else {
+    peer.family = 4;
+    std::memcpy(peer.address.data(), &reinterpret_cast<const sockaddr_in*>(&address.storage)->sin_addr, 4);
+  }
+  return peer;
+}
+
+SocketAddress FromPlanPeer(const PlanPeer& peer) {
+  SocketAddress address;
+  if (peer.family == 6) {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&address.storage);
+    v6->sin6_family = AF_INET6;
+    std::memcpy(&v6->sin6_addr, peer.address.data(), 16);
+    address.length = sizeof(sockaddr_in6);
+  } else {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&address.storage);
+    v4->sin_family = AF_INET;
+    std::memcpy(&v4->sin_addr, peer.address.data(), 4);
+    address.length = sizeof(sockaddr_in);
+  }
+  address.set_port(peer.port);
+  return address;
+}
+
+PlanReport SendToPlanPeers(const Plan& plan, std::span<const PlanPeer> peers, const Secret& secret,
+                           const std::function<bool()>& should_stop, const RealtimeClock& realtime) {
+  PlanReport report;
+  if (peers.empty()) return report;
+  ThroughputOptions options;
+  options.test = plan.test;
+  options.duration = std::chrono::milliseconds(plan.duration_ms);
+  options.rate_bytes_per_second = plan.rate_bytes_per_second / peers.size();
+  if (plan.rate_bytes_per_second > 0 && options.rate_bytes_per_second == 0) options.rate_bytes_per_second = 1;
+  options.datagram_size = DatagramSize(plan.datagram_size);
+  options.plan_id = plan.id;
+  // One sender per peer, all at once (a blocking session each, as iperf3
+  // runs one thread per stream): the plan's peer count is bounded by the
+  // responder's connection limit.
+  std::vector<ThroughputResult> results(peers.size());
+  std::vector<std::thread> senders;
+  senders.reserve(peers.size());
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    senders.emplace_back(
+        [&, i] { results[i] = RunThroughput(FromPlanPeer(peers[i]), options, secret, should_stop, realtime); });
+  }
+  for (std::thread& sender : senders) sender.join();
+  double longest = 0;
+  for (const ThroughputResult& r : results) {
+    report.bytes_sent += r.bytes_sent;
+    report.packets_sent += r.packets_sent;
+    longest = std::max(longest, r.sent_seconds);
+    if (r.outcome == SessionOutcome::kOk) {
+      ++report.sessions_ok;
+    } else {
+      ++report.sessions_failed;
+    }
+  }
+  report.sent_ns = static_cast<std::int64_t>(longest * 1e9);
+  return report;
+}
+
+namespace {
+
+// One host's part of a coordinated run, on the coordinator's side.
+struct Member {
+  const PeerTarget* target = nullptr;
+  Control control;
+  bool in_plan = false;  // accepted the plan
+  bool done = false;     // result known
+  AllToAllHostResult result;
+};
+
+// Sends a plan (kPlan, then the peers in kPlanPeers messages) and reads the
+// answer: "" when accepted, else why not.
+std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer> peers, const Secret& secret,
+                      Clock::time_point deadline) {
+  const int fd = member.control.fd.get();
+  Message message;
+  message.type = MessageType::kPlan;
+  message.session = RandomSessionId();
+  message.plan = plan;
+  if (!SendMessage(fd, message, secret, deadline, member.control.binding)) return "plan: send failed";
+  for (std::size_t first = 0; first < peers.size(); first += kPlanPeersPerMessage) {
+    Message batch;
+    batch.type = MessageType::kPlanPeers;
+    batch.session = message.session;
+    const auto part = peers.subspan(first, std::min(kPlanPeersPerMessage, peers.size() - first));
+    batch.peers.assign(part.begin(), part.end());
+    if (!SendMessage(fd, batch, secret, deadline, member.control.binding)) return "plan: send failed";
+  }
+  const auto reply = ReceiveMessage(fd, secret, deadline, member.control.binding);
+  if (!reply) return "no answer to the plan (the host closed the connection or is overloaded)";
+  switch (reply->type) {
+    case MessageType::kAccept:
+      return reply->accept.token == plan.id ? "" : "the plan was answered for another plan";
+    case MessageType::kBusy:
+      return "busy with another throughput test";
+    case MessageType::kDenied:
+      return "denied the plan: beyond its limits (net.max_connections below the peer count, or the duration "
+             "above its session limit)";
+    default:
+      return "answered the plan with " + std::string(ToString(reply->type));
+  }
+}
+
+}  // namespace
+
+std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
+                                            const Secret& secret, const std::function<bool()>& should_stop,
+                                            const std::function<void(const AllToAllHostResult&)>& on_host) {
+  std::vector<Member> members(hosts.size());
+  const auto finish = [&](Member& member, std::string error) {
+    member.done = true;
+    member.in_plan = false;
+    member.result.ok = error.empty();
+    member.result.error = std::move(error);
+    member.control.fd.Reset();  // a plan still running there is cancelled
+    if (on_host) on_host(member.result);
+  };
+  // Control connections to every host, in parallel (a dead host costs one
+  // connect timeout, not one per host).
+  {
+    std::vector<std::thread> openers;
+    std::vector<Result<Control>> opened;
+    opened.reserve(hosts.size());
+    for (std::size_t i = 0; i < hosts.size(); ++i) opened.emplace_back(Failure{"unreachable", "not tried"});
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      members[i].target = &hosts[i];
+      members[i].result.name = hosts[i].name;
+      openers.emplace_back(
+          [&, i] { opened[i] = OpenControl(hosts[i].address, secret, Clock::now() + options.connect_timeout); });
+    }
+    for (std::thread& opener : openers) opener.join();
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      if (!opened[i]) {
+        finish(members[i], opened[i].error());
+      } else if (opened[i]->peer_revision < kPlanRevision) {
+        finish(members[i], "runs an older hostperf (protocol revision " + std::to_string(opened[i]->peer_revision) +
+                               "): upgrade it to test throughput among all hosts");
+      } else {
+        members[i].control = std::move(opened[i]).value();
+      }
+    }
+  }
+  // The plan, offered to every host that answered; a host that refuses is
+  // left out and the plan offered again to the rest (their peer lists must
+  // not name it). Each round leaves out at least one host, so this ends.
+  Plan plan;
+  plan.test = options.test;
+  plan.duration_ms = static_cast<std::uint32_t>(
+      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
+  plan.rate_bytes_per_second = options.rate_bytes_per_second;
+  plan.datagram_size = static_cast<std::uint32_t>(options.datagram_size);
+  while (!should_stop()) {
+    std::vector<Member*> candidates;
+    for (Member& member : members) {
+      if (!member.done) candidates.push_back(&member);
+    }
+    if (candidates.size() < 2) {
+      for (Member* member : candidates) finish(*member, "no other host left to test with");
+      break;
+    }
+    plan.id = RandomPlanId();
+    plan.peer_count = static_cast<std::uint16_t>(candidates.size() - 1);
+    bool refused = false;
+    const auto deadline = Clock::now() + options.connect_timeout;
+    for (Member* member : candidates) {
+      std::vector<PlanPeer> peers;
+      for (const Member* other : candidates) {
+        if (other != member) peers.push_back(ToPlanPeer(other->target->address));
+      }
+      const std::string error = OfferPlan(*member, plan, peers, secret, deadline);
+      if (!error.empty()) {
+        finish(*member, error);
+        refused = true;
+      } else {
+        member->in_plan = true;
+      }
+    }
+    if (!refused) break;
+    // Withdraw the plan from those that accepted it: a new connection each
+    // (closing the old one cancels the plan there).
+    for (Member* member : candidates) {
+      if (!member->in_plan) continue;
+      member->in_plan = false;
+      member->control.fd.Reset();
+      auto reopened = OpenControl(member->target->address, secret, Clock::now() + options.connect_timeout);
+      if (!reopened) {
+        finish(*member, reopened.error());
+      } else {
+        member->control = std::move(reopened).value();
+      }
+    }
+  }
+  if (should_stop()) {
+    for (Member& member : members) {
+      if (!member.done) finish(member, "stopped");
+    }
+  }
+  // Go: back to back, so that the hosts start within a round trip of each other.
+  std::map<int, Member*> running;
+  for (Member& member : members) {
+    if (!member.in_plan) continue;
+    Message go;
+    go.type = MessageType::kPlanGo;
+    go.session = RandomSessionId();
+    if (!SendMessage(member.control.fd.get(), go, secret, Clock::now() + options.connect_timeout,
+                     member.control.binding)) {
+      finish(member, "lost the connection before the test started");
+      continue;
+    }
+    running.emplace(member.control.fd.get(), &member);
+  }
+  // Reports: each host sends one when its sends are done and its peers'
+  // sessions have ended. A host that closes the connection (it died or was
+  // stopped) is reported at once; one that stays silent, at the deadline.
+  const auto deadline = Clock::now() + options.connect_timeout + options.duration + options.report_grace;
+  std::vector<pollfd> fds;
+  while (!running.empty()) {
+    if (should_stop()) {
+      for (auto& [fd, member] : running) finish(*member, "stopped");
+      running.clear();
+      break;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout + options.duration +
+                                                                           options.report_grace);
+      for (auto& [fd, member] : running) {
+        finish(*member, "no report within " + std::to_string(waited.count()) +
+                            " s of the start: the host stopped answering mid-test");
+      }
+      running.clear();
+      break;
+    }
+    fds.clear();
+    for (const auto& [fd, member] : running) fds.push_back({fd, POLLIN, 0});
+    const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(200));
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count())) <=
+        0) {
+      continue;
+    }
+    for (const pollfd& p : fds) {
+      if (p.revents == 0) continue;
+      Member& member = *running.at(p.fd);
+      const auto message = ReceiveMessage(p.fd, secret, Clock::now() + options.connect_timeout, member.control.binding);
+      if (message && message->type == MessageType::kPlanReport) {
+        member.result.report = message->report;
+        finish(member, "");
+      } else {
+        finish(member, message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
+                               : "lost the connection mid-test (the host or its hostperf stopped)");
+      }
+      running.erase(p.fd);
+    }
+  }
+  std::vector<AllToAllHostResult> results;
+  for (Member& member : members) results.push_back(member.result);
+  return results;
+}
+
+}  // namespace hostperf::probes::net

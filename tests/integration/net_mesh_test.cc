@@ -1,0 +1,171 @@
+// Throughput among all hosts at once (issue 18) on this kernel, as root: four
+// network namespaces joined by veth pairs to one bridge, a real
+// hostperf_exporter responder in each, `hostperf net` coordinating from the
+// root namespace. (a) All-to-all: every host sends to and receives from the
+// three others in the same seconds. (b) One host's link shaped by tbf on both
+// ends of its veth: that host's sent and received figures drop, the others'
+// stay near the rate, and the findings name that host. (c) A host killed
+// mid-test: the run ends within a bounded time with that host reported.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon_fault_harness.h"
+#include "netns_harness.h"
+#include "process_harness.h"
+
+namespace hostperf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr const char* kSecret = "net-mesh-test-shared-secret-0123456789abcdef";
+constexpr int kHosts = 4;
+
+class NetMeshTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root for ip netns, bridges, veth and tc";
+    if (Find("ip").empty() || Find("tc").empty()) GTEST_SKIP() << "needs iproute2 (ip, tc)";
+    mesh_ = std::make_unique<Mesh>(kHosts);
+    if (!mesh_->ok()) GTEST_SKIP() << "cannot set up network namespaces on a bridge here: " << mesh_->error();
+    dir_.Write("secret", kSecret);
+    port_ = FreeLoopbackPort();
+    for (int i = 0; i < kHosts; ++i) {
+      const std::string name = "host" + std::to_string(i);
+      const std::string config = dir_.Write(
+          name + ".toml", "state_directory = \"" + dir_.path() + "/" + name +
+                              "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
+                              "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\nbind_address = \"" +
+                              mesh_->Address(i) + "\"\nports = [" + std::to_string(port_) + "]\nsecret_file = \"" +
+                              dir_.path() + "/secret\"\n");
+      daemons_.push_back(std::make_unique<FaultDaemon>(
+          config, std::vector<std::string>{Find("ip"), "netns", "exec", mesh_->Namespace(i)}));
+      ASSERT_NE(daemons_.back()->Port(), 0) << daemons_.back()->process().Stderr();
+    }
+    cli_config_ = dir_.Write("cli.toml", "[probes.net]\nsecret_file = \"" + dir_.path() + "/secret\"\n");
+  }
+  void TearDown() override {
+    daemons_.clear();  // before the namespaces go
+    mesh_.reset();
+  }
+
+  std::string Host(int i) const { return mesh_->Address(i) + ":" + std::to_string(port_); }
+  std::string Hosts() const {
+    std::string list;
+    for (int i = 0; i < kHosts; ++i) list += (i ? "," : "") + Host(i);
+    return list;
+  }
+
+  // `hostperf net` among the four hosts; its exit status and parsed JSON results.
+  std::pair<CommandResult, nlohmann::json> Net(const std::string& test, const std::string& datarate,
+                                               const std::string& duration) {
+    const std::string results = dir_.path() + "/results.json";
+    auto run = RunCommand(HOSTPERF_CLI_BIN,
+                          {"--config.file=" + cli_config_, "net", "--hosts", Hosts(), "--datarate", datarate,
+                           "--duration", duration, "--output-file", results, test},
+                          120s);
+    std::ifstream in(results);
+    auto json = nlohmann::json::parse(in, nullptr, false);
+    return {run, json.is_discarded() ? nlohmann::json::object() : json};
+  }
+
+  // The row of host i in a throughput table (not the average).
+  static nlohmann::json Row(const nlohmann::json& rows, const std::string& node) {
+    for (const auto& row : rows) {
+      if (row["node"] == node) return row;
+    }
+    return nlohmann::json::object();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Mesh> mesh_;
+  std::uint16_t port_ = 0;
+  std::vector<std::unique_ptr<FaultDaemon>> daemons_;
+  std::string cli_config_;
+};
+
+TEST_F(NetMeshTest, EveryHostSendsAndReceivesAtOnceAndAShapedHostStandsOut) {
+  // (a) Unshaped: every host near the rate both ways.
+  {
+    const auto [run, json] = Net("tcp-throughput", "16", "2");
+    ASSERT_EQ(run.status, 0) << run.out << run.err;
+    const auto& rows = json["tests"]["tcp-throughput"];
+    ASSERT_EQ(rows.size(), static_cast<std::size_t>(kHosts + 1)) << rows.dump(1);
+    for (int i = 0; i < kHosts; ++i) {
+      const auto row = Row(rows, Host(i));
+      ASSERT_FALSE(row.empty()) << Host(i) << " missing: " << rows.dump(1);
+      EXPECT_EQ(row["mode"], "all-to-all");
+      EXPECT_EQ(row["outcome"], "ok") << row.dump();
+      EXPECT_EQ(row["sessions_ok"], kHosts - 1) << row.dump();
+      EXPECT_GT(row["mb_per_second_sent"].get<double>(), 16 * 0.7) << row.dump();
+      EXPECT_GT(row["mb_per_second_received"].get<double>(), 16 * 0.7) << row.dump();
+      EXPECT_GT(row["bytes_received"].get<double>(), 0);
+    }
+    EXPECT_EQ(rows.back()["node"], "average");
+    // vnetperf's table, one row per host as it reports, then the average.
+    EXPECT_THAT(run.out, HasSubstr("| tcp-throughput    | 16                | " + Host(0)));
+    EXPECT_THAT(run.out, HasSubstr("| tcp-throughput    | 16                | average"));
+  }
+  // (b) Host 3's link shaped to 5 MB/s each way: it sends and receives about
+  // that; the others lose only its share.
+  ASSERT_TRUE(mesh_->Shape(3, "40mbit")) << mesh_->error();
+  const auto [run, json] = Net("tcp-throughput", "16", "3");
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  const auto& rows = json["tests"]["tcp-throughput"];
+  const auto shaped = Row(rows, Host(3));
+  ASSERT_FALSE(shaped.empty()) << rows.dump(1);
+  EXPECT_LT(shaped["mb_per_second_sent"].get<double>(), 16 * 0.5) << shaped.dump();
+  EXPECT_LT(shaped["mb_per_second_received"].get<double>(), 16 * 0.5) << shaped.dump();
+  for (int i = 0; i < 3; ++i) {
+    const auto row = Row(rows, Host(i));
+    EXPECT_GT(row["mb_per_second_sent"].get<double>(), 16 * 0.6) << row.dump();
+    EXPECT_GT(row["mb_per_second_received"].get<double>(), 16 * 0.6) << row.dump();
+    EXPECT_GT(row["mb_per_second_received"].get<double>(), 1.5 * shaped["mb_per_second_received"].get<double>());
+  }
+  bool named = false;
+  for (const auto& finding : json["findings"]) {
+    const std::string text = finding.get<std::string>();
+    named = named || text.rfind(Host(3) + ":", 0) == 0;
+    EXPECT_EQ(text.find(Host(0) + ":"), std::string::npos) << "an unshaped host is named: " << text;
+  }
+  EXPECT_TRUE(named) << json["findings"].dump(1);
+}
+
+TEST_F(NetMeshTest, AHostKilledMidTestIsReportedWithinABoundedTime) {
+  std::thread killer([&] {
+    std::this_thread::sleep_for(2s);
+    daemons_[2]->process().Signal(SIGKILL);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto [run, json] = Net("tcp-throughput", "8", "5");
+  killer.join();
+  const auto took = std::chrono::steady_clock::now() - start;
+  // connect (2 s) + duration (5 s) + the report grace (8 s), and start-up.
+  EXPECT_LT(took, 30s);
+  const auto& rows = json["tests"]["tcp-throughput"];
+  const auto dead = Row(rows, Host(2));
+  ASSERT_FALSE(dead.empty()) << run.out << run.err;
+  EXPECT_EQ(dead["outcome"], "failed") << dead.dump();
+  EXPECT_THAT(dead.value("error", ""), HasSubstr("lost the connection")) << dead.dump();
+  for (const int i : {0, 1, 3}) {
+    const auto row = Row(rows, Host(i));
+    EXPECT_EQ(row["outcome"], "partial") << row.dump();
+    EXPECT_EQ(row["sessions_failed"], 1) << row.dump();
+  }
+  EXPECT_THAT(run.out, HasSubstr(Host(2)));
+}
+
+}  // namespace
+}  // namespace hostperf::testing

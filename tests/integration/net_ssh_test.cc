@@ -1,0 +1,277 @@
+// `hostperf net` on bare hosts (issue 18), as root: two network namespaces on
+// a bridge, each running Debian's real OpenSSH server (started by the test on
+// its own port, with a test host key and an authorized test key), and
+// nothing of hostperf. The CLI copies hostperf-peer over SCP, starts it over
+// SSH, runs the tests, and cleans up: nothing is left in --tmp-dir, also
+// after a run interrupted by SIGINT; the one-time secret never shows in `ps`
+// on either side. And hostperf-peer is self-contained: it serves from a
+// chroot that holds nothing but itself.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hostperf/probes/net/client.h"
+#include "netns_harness.h"
+#include "process_harness.h"
+
+namespace hostperf::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+namespace net = hostperf::probes::net;
+
+constexpr int kHosts = 2;
+
+std::string PeerProgram() { return (fs::path(HOSTPERF_CLI_BIN).parent_path() / "hostperf-peer").string(); }
+
+// Every process's command line, as `ps` shows them to any user.
+std::vector<std::string> CommandLines() {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    // A process may end while we read: read what is there, by hand.
+    const int fd = ::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string line;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof(buffer))) > 0;) line.append(buffer, static_cast<std::size_t>(n));
+    ::close(fd);
+    std::replace(line.begin(), line.end(), '\0', ' ');
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) names.push_back(entry.path().filename().string());
+  return names;
+}
+
+class NetSshTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root for ip netns and sshd";
+    if (Find("ip").empty() || Find("sshd").empty() || Find("ssh-keygen").empty() || Find("ssh").empty()) {
+      GTEST_SKIP() << "needs iproute2 and OpenSSH (openssh-server, openssh-client)";
+    }
+    mesh_ = std::make_unique<Mesh>(kHosts);
+    if (!mesh_->ok()) GTEST_SKIP() << "cannot set up network namespaces on a bridge here: " << mesh_->error();
+    fs::create_directories("/run/sshd");  // sshd's privilege separation directory
+    const std::string keygen = Find("ssh-keygen");
+    ASSERT_EQ(RunCommand(keygen, {"-q", "-t", "ed25519", "-N", "", "-f", dir_.path() + "/host_key"}, 30s).status, 0);
+    ASSERT_EQ(RunCommand(keygen, {"-q", "-t", "ed25519", "-N", "", "-f", dir_.path() + "/client_key"}, 30s).status, 0);
+    std::ifstream pub(dir_.path() + "/client_key.pub");
+    const std::string key((std::istreambuf_iterator<char>(pub)), std::istreambuf_iterator<char>());
+    dir_.Write("authorized_keys", key);
+    ssh_port_ = FreeLoopbackPort();
+    peer_port_ = FreeLoopbackPort();
+    for (int i = 0; i < kHosts; ++i) {
+      const std::string config =
+          dir_.Write("sshd" + std::to_string(i) + ".conf",
+                     "Port " + std::to_string(ssh_port_) + "\nListenAddress " + mesh_->Address(i) + "\nHostKey " +
+                         dir_.path() + "/host_key\nAuthorizedKeysFile " + dir_.path() +
+                         "/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile " +
+                         dir_.path() + "/sshd" + std::to_string(i) + ".pid\nSubsystem sftp internal-sftp\n");
+      sshd_.push_back(std::make_unique<ChildProcess>(
+          Find("ip"),
+          std::vector<std::string>{"netns", "exec", mesh_->Namespace(i), Find("sshd"), "-D", "-e", "-f", config}));
+    }
+    // Each sshd answers before the test goes on.
+    for (int i = 0; i < kHosts; ++i) {
+      bool up = false;
+      for (int attempt = 0; attempt < 100 && !up; ++attempt) {
+        up = RunCommand(Find("ssh"), SshArgs(i, "true"), 10s).status == 0;
+        if (!up) std::this_thread::sleep_for(100ms);
+      }
+      ASSERT_TRUE(up) << "sshd in " << mesh_->Namespace(i) << " does not answer: " << sshd_[i]->Stderr();
+    }
+    fs::create_directories(tmp_dir());
+    fs::create_directories(log_dir());
+    cli_config_ = dir_.Write("cli.toml", "[probes.net]\nenabled = false\n");
+  }
+  void TearDown() override {
+    sshd_.clear();
+    mesh_.reset();
+  }
+
+  std::string CommonOptions() const {
+    return "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR";
+  }
+  std::vector<std::string> SshArgs(int host, const std::string& command) const {
+    return {"-p",
+            std::to_string(ssh_port_),
+            "-i",
+            dir_.path() + "/client_key",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=no",
+            "-o",
+            "UserKnownHostsFile=/dev/null",
+            "-o",
+            "LogLevel=ERROR",
+            "root@" + mesh_->Address(host),
+            command};
+  }
+  std::string tmp_dir() const { return dir_.path() + "/remote-tmp"; }
+  std::string log_dir() const { return dir_.path() + "/logs"; }
+
+  std::vector<std::string> NetArgs(const std::vector<std::string>& tail) const {
+    std::vector<std::string> args = {"--config.file=" + cli_config_,
+                                     "net",
+                                     "--identity-file",
+                                     dir_.path() + "/client_key",
+                                     "--ssh-options",
+                                     "-p " + std::to_string(ssh_port_) + " " + CommonOptions(),
+                                     "--scp-options=-P " + std::to_string(ssh_port_) + " " + CommonOptions(),
+                                     "--tmp-dir",
+                                     tmp_dir(),
+                                     "--hosts",
+                                     "root@" + mesh_->Address(0) + ",root@" + mesh_->Address(1),
+                                     "--ports",
+                                     std::to_string(peer_port_)};
+    args.insert(args.end(), tail.begin(), tail.end());
+    return args;
+  }
+
+  std::string Target(int host) const { return mesh_->Address(host) + ":" + std::to_string(peer_port_); }
+
+  TempDir dir_;
+  std::unique_ptr<Mesh> mesh_;
+  std::vector<std::unique_ptr<ChildProcess>> sshd_;
+  std::uint16_t ssh_port_ = 0;
+  std::uint16_t peer_port_ = 0;
+  std::string cli_config_;
+};
+
+TEST_F(NetSshTest, CopiesRunsReportsAndCleansUpWithTheSecretNeverOnACommandLine) {
+  // Watch every command line while the run goes: no 64-hex-digit secret.
+  std::atomic<bool> done{false};
+  std::atomic<int> peers_seen{0};
+  std::vector<std::string> leaks;
+  static const std::regex kSecretLike("[0-9a-f]{64}");
+  std::thread watcher([&] {
+    while (!done) {
+      for (const std::string& line : CommandLines()) {
+        if (line.find("hostperf-peer") != std::string::npos) ++peers_seen;
+        const bool ours = line.find("ssh") != std::string::npos || line.find("hostperf") != std::string::npos;
+        if (ours && std::regex_search(line, kSecretLike) && leaks.size() < 5) leaks.push_back(line);
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  const std::string results = dir_.path() + "/results.json";
+  const auto run = RunCommand(HOSTPERF_CLI_BIN,
+                              NetArgs({"--datarate", "8", "--duration", "1", "--collect-logs", "--log-dir", log_dir(),
+                                       "--output-file", results, "latency", "tcp-throughput"}),
+                              180s);
+  done = true;
+  watcher.join();
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_GT(peers_seen.load(), 0) << "hostperf-peer never ran";
+  EXPECT_TRUE(leaks.empty()) << leaks.front();
+  // Both hosts in both tables; throughput among them both ways.
+  EXPECT_THAT(run.out, HasSubstr(Target(0)));
+  EXPECT_THAT(run.out, HasSubstr(Target(1)));
+  EXPECT_THAT(run.err, HasSubstr("copying hostperf-peer to 2 hosts"));
+  std::ifstream in(results);
+  const auto json = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(json.is_discarded());
+  EXPECT_EQ(json["tests"]["latency"].size(), 2u);
+  for (const auto& row : json["tests"]["tcp-throughput"]) {
+    if (row["node"] == "average") continue;
+    EXPECT_EQ(row["outcome"], "ok") << row.dump();
+    EXPECT_GT(row["bytes_received"].get<double>(), 0) << row.dump();
+  }
+  // Nothing left behind; the logs came back.
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  const auto logs = Entries(log_dir());
+  EXPECT_EQ(logs.size(), 2u);
+  for (const auto& log : logs) {
+    std::ifstream file(log_dir() + "/" + log);
+    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_THAT(text, HasSubstr("hostperf-peer: serving on")) << log;
+    EXPECT_THAT(text, HasSubstr("stopping (standard input closed)")) << log;
+  }
+}
+
+TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
+  ChildProcess cli(HOSTPERF_CLI_BIN, NetArgs({"--datarate", "8", "--duration", "20", "--output-file",
+                                              dir_.path() + "/r.json", "tcp-throughput"}));
+  // Interrupt once both peers serve (the test is running).
+  const bool serving = [&] {
+    for (int i = 0; i < 300; ++i) {
+      int running = 0;
+      for (const std::string& line : CommandLines()) {
+        if (line.rfind(tmp_dir(), 0) == 0 && line.find("hostperf-peer --ports") != std::string::npos) ++running;
+      }
+      if (running == kHosts) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }();
+  ASSERT_TRUE(serving) << cli.Stderr();
+  std::this_thread::sleep_for(1s);
+  cli.Signal(SIGINT);
+  const auto status = cli.Wait(60s);
+  ASSERT_TRUE(status.has_value()) << "hostperf net did not end after SIGINT";
+  EXPECT_THAT(cli.Stderr(), HasSubstr("removing hostperf-peer from 2 hosts"));
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  for (const std::string& line : CommandLines()) {
+    EXPECT_EQ(line.find(tmp_dir() + "/hostperf."), std::string::npos) << "still running: " << line;
+  }
+}
+
+TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {
+  sshd_[1].reset();  // host 1's sshd stops: that host cannot be reached
+  const auto run = RunCommand(HOSTPERF_CLI_BIN, NetArgs({"--duration", "0.3", "latency"}), 120s);
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("Host root@" + mesh_->Address(1) + " is not usable"));
+  EXPECT_THAT(run.err, HasSubstr("--ignore-bad-hosts"));
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
+// hostperf-peer needs nothing on the host: it serves from a root that holds
+// only itself (no libc, no libcrypto, no /proc).
+TEST(NetPeerProgram, ServesFromAChrootThatHoldsNothingElse) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for chroot";
+  TempDir dir;
+  const std::string root = dir.path() + "/root";
+  fs::create_directories(root);
+  fs::copy_file(PeerProgram(), root + "/hostperf-peer");
+  fs::permissions(root + "/hostperf-peer", fs::perms::owner_all);
+  const std::uint16_t port = FreeLoopbackPort();
+  const std::string secret = "chroot-test-secret-0123456789abcdef";
+  // The secret on standard input, then the pipe stays open while the test asks.
+  ChildProcess peer("/bin/sh",
+                    {"-c", "(printf '%s\\n' \"$SECRET\"; sleep 20) | chroot " + root +
+                               " /hostperf-peer --bind 127.0.0.1 --ports " + std::to_string(port)},
+                    {{"SECRET", secret}});
+  ASSERT_TRUE(peer.WaitForStderr("serving on", 20s)) << peer.Stderr();
+  EXPECT_EQ(Entries(root), std::vector<std::string>{"hostperf-peer"});
+  const auto hello =
+      net::Hello(*net::ParseNumericAddress("127.0.0.1", port), net::Secret(secret.begin(), secret.end()), 5s);
+  ASSERT_TRUE(hello) << hello.error();
+  EXPECT_GE(hello->revision, 2);
+}
+
+}  // namespace
+}  // namespace hostperf::testing

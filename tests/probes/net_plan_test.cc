@@ -1,0 +1,343 @@
+// Throughput among all hosts at once (protocol revision 2): the plan
+// messages, and real responders on loopback ports coordinated by
+// RunAllToAll: all-to-all TCP and UDP, a busy host, a host that is no
+// responder, a host that dies mid-test, and the guards that keep a
+// responder from being made to send to anyone who did not agree.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/plan.h"
+#include "hostperf/probes/net/responder.h"
+
+namespace hostperf::probes::net {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+Secret TestSecret() { return Secret(32, 0x42); }
+
+bool Never() { return false; }
+
+// A TCP listener on an ephemeral loopback port that never speaks: not a responder.
+Fd Listener(SocketAddress* address) {
+  Fd fd = NonBlockingSocket(AF_INET, SOCK_STREAM);
+  *address = *ParseNumericAddress("127.0.0.1", 0);
+  if (::bind(fd.get(), address->get(), address->length) != 0 || ::listen(fd.get(), 8) != 0) return Fd();
+  address->length = sizeof(address->storage);
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address->storage), &address->length);
+  return fd;
+}
+
+TEST(NetPlanProtocol, PlanMessagesRoundTrip) {
+  const Secret secret = TestSecret();
+  Message plan;
+  plan.type = MessageType::kPlan;
+  plan.session = 7;
+  plan.plan = {0x1122334455667788, ThroughputTest::kUdp, 3, 1500, 64 << 20, 9000};
+  auto decoded = Decode(Encode(plan, secret, {}), secret, {});
+  ASSERT_TRUE(decoded.message) << ToString(decoded.error);
+  EXPECT_EQ(decoded.message->plan.id, plan.plan.id);
+  EXPECT_EQ(decoded.message->plan.test, ThroughputTest::kUdp);
+  EXPECT_EQ(decoded.message->plan.peer_count, 3);
+  EXPECT_EQ(decoded.message->plan.duration_ms, 1500u);
+  EXPECT_EQ(decoded.message->plan.rate_bytes_per_second, 64u << 20);
+  EXPECT_EQ(decoded.message->plan.datagram_size, 9000u);
+
+  Message peers;
+  peers.type = MessageType::kPlanPeers;
+  for (std::size_t i = 0; i < kPlanPeersPerMessage; ++i) {
+    peers.peers.push_back(ToPlanPeer(*ParseNumericAddress(
+        i % 2 ? "10.0.0." + std::to_string(i) : "fd00::" + std::to_string(i), static_cast<std::uint16_t>(14159 + i))));
+  }
+  const auto bytes = Encode(peers, secret, {});
+  EXPECT_LE(bytes.size(), kMaxMessage);
+  decoded = Decode(bytes, secret, {});
+  ASSERT_TRUE(decoded.message) << ToString(decoded.error);
+  EXPECT_EQ(decoded.message->peers, peers.peers);
+  EXPECT_EQ(FromPlanPeer(decoded.message->peers[1]).ToString(), "10.0.0.1:14160");
+  EXPECT_EQ(FromPlanPeer(decoded.message->peers[0]).ToString(), "[fd00::]:14159");
+
+  Message start;
+  start.type = MessageType::kPlanSessionStart;
+  start.start = {ThroughputTest::kTcp, 1000, 1 << 20, 99};
+  decoded = Decode(Encode(start, secret, {}), secret, {});
+  ASSERT_TRUE(decoded.message);
+  EXPECT_EQ(decoded.message->start.plan_id, 99u);
+
+  Message report;
+  report.type = MessageType::kPlanReport;
+  report.report = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  decoded = Decode(Encode(report, secret, {}), secret, {});
+  ASSERT_TRUE(decoded.message);
+  EXPECT_EQ(decoded.message->report.bytes_sent, 1u);
+  EXPECT_EQ(decoded.message->report.jitter_ns, 8);
+  EXPECT_EQ(decoded.message->report.peers_received, 11);
+}
+
+// Signs header|payload as a peer with the secret would (a well-signed message
+// with a bad body must still be refused).
+std::vector<std::uint8_t> Signed(std::vector<std::uint8_t> message, const Secret& secret) {
+  std::uint8_t mac[kMacSize];
+  unsigned int length = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), message.data(), message.size(), mac, &length);
+  message.insert(message.end(), mac, mac + kMacSize);
+  return message;
+}
+
+// A kPlanPeers message of `entries` peers whose count field says `count`.
+std::vector<std::uint8_t> PeerList(std::uint16_t count, std::size_t entries, std::size_t extra_bytes = 0) {
+  const std::size_t length = 4 + entries * kPlanPeerSize + extra_bytes;
+  std::vector<std::uint8_t> m = {0x48,
+                                 0x50,
+                                 0x4e,
+                                 0x54,
+                                 kProtocolVersion,
+                                 12,
+                                 0,
+                                 0,
+                                 0,
+                                 0,
+                                 0,
+                                 1,
+                                 static_cast<std::uint8_t>(length >> 8),
+                                 static_cast<std::uint8_t>(length),
+                                 0,
+                                 0};
+  m.push_back(static_cast<std::uint8_t>(count >> 8));
+  m.push_back(static_cast<std::uint8_t>(count));
+  m.push_back(0);
+  m.push_back(0);
+  for (std::size_t i = 0; i < entries; ++i) {
+    m.push_back(4);
+    for (int b = 0; b < 16; ++b) m.push_back(b < 4 ? 10 : 0);
+    m.push_back(0x37);
+    m.push_back(0x4f);
+  }
+  m.insert(m.end(), extra_bytes, 0);
+  return m;
+}
+
+TEST(NetPlanProtocol, APeerListWhoseCountDisagreesWithItsLengthIsRefused) {
+  const Secret secret = TestSecret();
+  ASSERT_TRUE(Decode(Signed(PeerList(2, 2), secret), secret, {}).message) << "the well-formed list decodes";
+  EXPECT_EQ(Decode(Signed(PeerList(3, 2), secret), secret, {}).error, DecodeError::kMalformed);
+  EXPECT_EQ(Decode(Signed(PeerList(0, 0), secret), secret, {}).error, DecodeError::kBadLength);
+  EXPECT_EQ(Decode(Signed(PeerList(2, 2, 1), secret), secret, {}).error, DecodeError::kBadLength);
+  auto bad_family = PeerList(1, 1);
+  bad_family[kHeaderSize + 4] = 5;
+  EXPECT_EQ(Decode(Signed(bad_family, secret), secret, {}).error, DecodeError::kMalformed);
+}
+
+class NetPlanTest : public ::testing::Test {
+ protected:
+  // A responder on an ephemeral loopback port.
+  std::size_t AddHost(std::uint32_t max_connections = 16) {
+    ResponderOptions options;
+    options.ports = {0};
+    options.secret = secret_;
+    options.max_connections = max_connections;
+    options.packets_per_second_per_source = 100000;
+    auto started = StartResponder(options);
+    EXPECT_TRUE(started) << (started ? "" : started.error());
+    responders_.push_back(std::move(started).value());
+    targets_.push_back({"host" + std::to_string(targets_.size() + 1),
+                        *ParseNumericAddress("127.0.0.1", responders_.back()->Ports().front())});
+    return targets_.size() - 1;
+  }
+
+  AllToAllOptions Options(ThroughputTest test, std::uint64_t rate_mib) const {
+    AllToAllOptions options;
+    options.test = test;
+    options.duration = 1s;
+    options.rate_bytes_per_second = rate_mib << 20;
+    options.datagram_size = 1400;
+    options.report_grace = 4s;
+    return options;
+  }
+
+  Secret secret_ = TestSecret();
+  std::vector<std::unique_ptr<Responder>> responders_;
+  std::vector<PeerTarget> targets_;
+};
+
+TEST_F(NetPlanTest, EveryHostSendsToAndReceivesFromAllTheOthersAtOnce) {
+  for (int i = 0; i < 3; ++i) AddHost();
+  std::vector<std::string> reported;
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 20), secret_, Never,
+                                   [&](const AllToAllHostResult& r) { reported.push_back(r.name); });
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(reported.size(), 3u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.error;
+    EXPECT_EQ(r.report.sessions_ok, 2) << r.name;
+    EXPECT_EQ(r.report.sessions_failed, 0) << r.name;
+    EXPECT_EQ(r.report.peers_received, 2) << r.name;
+    // 20 MiB/s spread over two peers for a second, paced: about 20 MiB each way.
+    EXPECT_GT(r.SentBytesPerSecond(), 0.6 * (20 << 20)) << r.name;
+    EXPECT_LT(r.SentBytesPerSecond(), 1.3 * (20 << 20)) << r.name;
+    EXPECT_GT(r.ReceivedBytesPerSecond(), 0.6 * (20 << 20)) << r.name;
+    EXPECT_GT(r.report.sent_ns, 500'000'000) << r.name;
+  }
+  // What was sent was received, all told (TCP: every byte).
+  std::uint64_t sent = 0, received = 0;
+  for (const auto& r : results) {
+    sent += r.report.bytes_sent;
+    received += r.report.bytes_received;
+  }
+  EXPECT_EQ(sent, received);
+}
+
+TEST_F(NetPlanTest, UdpAmongAllHostsCountsDatagramsAndLoss) {
+  for (int i = 0; i < 3; ++i) AddHost();
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kUdp, 4), secret_, Never);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.error;
+    EXPECT_GT(r.report.packets_sent, 1000u) << r.name;
+    EXPECT_GT(r.report.packets_received, 1000u) << r.name;
+    EXPECT_LT(r.LossRatio(), 0.5) << r.name;
+  }
+}
+
+TEST_F(NetPlanTest, TheResponderKeepsServingPlansOneAfterAnother) {
+  for (int i = 0; i < 2; ++i) AddHost();
+  for (int round = 0; round < 3; ++round) {
+    const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);
+    for (const auto& r : results) EXPECT_TRUE(r.ok) << "round " << round << " " << r.name << ": " << r.error;
+  }
+}
+
+TEST_F(NetPlanTest, ABusyHostIsReportedAndTheOthersTestAmongThemselves) {
+  for (int i = 0; i < 4; ++i) AddHost();
+  // host1 is in a pair session for the whole plan.
+  std::atomic<bool> stop{false};
+  std::thread pair([&] {
+    ThroughputOptions options;
+    options.duration = 6s;
+    options.rate_bytes_per_second = 1 << 20;
+    RunThroughput(targets_[0].address, options, secret_, [&] { return stop.load(); });
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);
+  stop = true;
+  pair.join();
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_NE(results[0].error.find("busy"), std::string::npos) << results[0].error;
+  for (std::size_t i = 1; i < 4; ++i) {
+    ASSERT_TRUE(results[i].ok) << results[i].name << ": " << results[i].error;
+    EXPECT_EQ(results[i].report.sessions_ok, 2) << "the busy host is not among the peers";
+    EXPECT_EQ(results[i].report.sessions_failed, 0);
+  }
+}
+
+TEST_F(NetPlanTest, AHostThatIsNoResponderIsReportedWithinTheConnectTimeout) {
+  for (int i = 0; i < 2; ++i) AddHost();
+  // A listener that accepts and never answers.
+  SocketAddress address;
+  const Fd silent = Listener(&address);
+  ASSERT_TRUE(silent.valid());
+  targets_.push_back({"silent", address});
+  auto options = Options(ThroughputTest::kTcp, 8);
+  options.connect_timeout = 1s;
+  const auto start = Clock::now();
+  const auto results = RunAllToAll(targets_, options, secret_, Never);
+  EXPECT_LT(Clock::now() - start, 30s);
+  EXPECT_FALSE(results[2].ok);
+  EXPECT_FALSE(results[2].error.empty());
+  EXPECT_TRUE(results[0].ok) << results[0].error;
+  EXPECT_TRUE(results[1].ok) << results[1].error;
+  EXPECT_EQ(results[0].report.sessions_ok, 1);
+}
+
+TEST_F(NetPlanTest, AHostThatDiesMidTestIsReportedAndTheRunEndsInBoundedTime) {
+  for (int i = 0; i < 3; ++i) AddHost();
+  auto options = Options(ThroughputTest::kTcp, 8);
+  options.duration = 3s;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(1s);
+    responders_[1].reset();  // its sockets close: the coordinator and its peers see it go
+  });
+  const auto start = Clock::now();
+  const auto results = RunAllToAll(targets_, options, secret_, Never);
+  killer.join();
+  const auto took = Clock::now() - start;
+  EXPECT_LT(took, options.connect_timeout + options.duration + options.report_grace + 5s);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_FALSE(results[1].ok);
+  EXPECT_NE(results[1].error.find("lost the connection"), std::string::npos) << results[1].error;
+  for (const std::size_t i : {0u, 2u}) {
+    ASSERT_TRUE(results[i].ok) << results[i].name << ": " << results[i].error;
+    EXPECT_EQ(results[i].report.sessions_failed, 1) << results[i].name << ": its session to the dead host";
+  }
+}
+
+TEST_F(NetPlanTest, APlanBeyondTheResponderConnectionLimitIsDenied) {
+  AddHost(/*max_connections=*/2);
+  AddHost();
+  AddHost();
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_NE(results[0].error.find("denied"), std::string::npos) << results[0].error;
+  EXPECT_TRUE(results[1].ok) << results[1].error;
+  EXPECT_TRUE(results[2].ok) << results[2].error;
+}
+
+TEST_F(NetPlanTest, OnlyTheActivePlanSessionsAreAcceptedAndAStrangerGetsNoBulkData) {
+  const std::size_t host = AddHost();
+  // A session naming a plan the responder was not given is denied.
+  ThroughputOptions options;
+  options.duration = 500ms;
+  options.plan_id = 12345;
+  const auto denied = RunThroughput(targets_[host].address, options, secret_, Never);
+  EXPECT_EQ(denied.outcome, SessionOutcome::kDenied);
+  EXPECT_EQ(denied.bytes_sent, 0u);
+
+  // A plan whose peer is not a responder: the sender stops at its hello, so
+  // the stranger receives the hello and nothing of the stream.
+  SocketAddress address;
+  const Fd stranger = Listener(&address);
+  ASSERT_TRUE(stranger.valid());
+  std::atomic<std::size_t> received{0};
+  std::atomic<bool> done{false};
+  std::thread listener([&] {
+    Fd conn;
+    while (!done && !conn.valid()) {
+      WaitFd(stranger.get(), POLLIN, Clock::now() + 100ms);
+      conn = Fd(::accept(stranger.get(), nullptr, nullptr));
+    }
+    char buffer[65536];
+    while (!done && conn.valid()) {
+      if (!WaitFd(conn.get(), POLLIN, Clock::now() + 100ms)) continue;
+      const ssize_t n = ::recv(conn.get(), buffer, sizeof(buffer), MSG_DONTWAIT);
+      if (n <= 0) break;
+      received += static_cast<std::size_t>(n);
+    }
+  });
+  Plan plan;
+  plan.id = 77;
+  plan.test = ThroughputTest::kTcp;
+  plan.peer_count = 1;
+  plan.duration_ms = 1000;
+  plan.rate_bytes_per_second = 0;  // unlimited: the worst case
+  const std::vector<PlanPeer> peers = {ToPlanPeer(address)};
+  const PlanReport report = SendToPlanPeers(plan, peers, secret_, Never);
+  done = true;
+  listener.join();
+  EXPECT_EQ(report.sessions_failed, 1);
+  EXPECT_EQ(report.bytes_sent, 0u);
+  EXPECT_LE(received.load(), kMaxMessage) << "only the hello reached the stranger";
+}
+
+}  // namespace
+}  // namespace hostperf::probes::net
