@@ -356,7 +356,8 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   }
   // The results come once the responder has seen the end; a stop request
   // is honoured while waiting (a cancelled all-hosts plan, Ctrl-C).
-  const auto results_deadline = Clock::now() + options.connect_timeout + options.duration;
+  const auto results_deadline =
+      Clock::now() + options.results_timeout.value_or(options.connect_timeout + options.duration);
   while (Clock::now() < results_deadline && !should_stop() &&
          !WaitFd(fd.get(), POLLIN, std::min(results_deadline, Clock::now() + std::chrono::milliseconds(100)))) {
   }

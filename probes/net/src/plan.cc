@@ -72,6 +72,9 @@ PlanReport SendToPlanPeers(const Plan& plan, std::span<const PlanPeer> peers, co
   if (plan.rate_bytes_per_second > 0 && options.rate_bytes_per_second == 0) options.rate_bytes_per_second = 1;
   options.datagram_size = DatagramSize(plan.datagram_size);
   options.plan_id = plan.id;
+  // Bounded so that the report makes the responder's deadline (responder.cc,
+  // kPlanReportGrace) even when a peer goes silent.
+  options.results_timeout = std::chrono::seconds(2);
   // One sender per peer, all at once (a blocking session each, as iperf3
   // runs one thread per stream): the plan's peer count is bounded by the
   // responder's connection limit.

@@ -49,7 +49,9 @@ constexpr auto kBlockFor = std::chrono::seconds(30);
 constexpr auto kPlanGoTimeout = std::chrono::seconds(10);
 // A started plan reports at the latest this long after its planned end
 // (sessions' connects and result exchanges included), whatever its peers do.
-constexpr auto kPlanReportGrace = std::chrono::seconds(5);
+// A sender's sessions end by then: a connect (2 s), the duration, the
+// results (2 s, plan.cc).
+constexpr auto kPlanReportGrace = std::chrono::seconds(6);
 
 // Per-source token bucket.
 struct Bucket {
@@ -152,7 +154,8 @@ struct PlanState {
   std::uint16_t sessions_started = 0;
   // What the peers' sessions of this plan delivered, once they ended.
   PlanReport received;
-  double jitter_sum_ns = 0;
+  double jitter_sum_ns = 0;  // over the UDP sessions that delivered datagrams
+  std::uint32_t jitter_sessions = 0;
   std::optional<Clock::time_point> first_byte;
   Clock::time_point last_byte;
   std::unique_ptr<PlanSender> sender;
@@ -627,7 +630,10 @@ class ResponderImpl final : public Responder {
     r.bytes_received += session.bytes;
     r.packets_received += session.packets;
     r.packets_lost += LostPackets(session);
-    plan_.jitter_sum_ns += session.jitter_ns;
+    if (session.packets > 0) {
+      plan_.jitter_sum_ns += session.jitter_ns;
+      ++plan_.jitter_sessions;
+    }
     if (ended) ++r.peers_received;
     if (session.first_byte) {
       plan_.first_byte = plan_.first_byte ? std::min(*plan_.first_byte, *session.first_byte) : *session.first_byte;
@@ -713,8 +719,8 @@ class ResponderImpl final : public Responder {
       m.report.sessions_failed = static_cast<std::uint16_t>(sessions);  // still sending at the deadline
     }
     m.report.received_ns = plan_.first_byte ? std::chrono::nanoseconds(plan_.last_byte - *plan_.first_byte).count() : 0;
-    if (m.report.peers_received > 0) {
-      m.report.jitter_ns = static_cast<std::int64_t>(plan_.jitter_sum_ns / m.report.peers_received);
+    if (plan_.jitter_sessions > 0) {
+      m.report.jitter_ns = static_cast<std::int64_t>(plan_.jitter_sum_ns / plan_.jitter_sessions);
     }
     const auto coordinator = connections_.find(plan_.coordinator_fd);
     if (coordinator != connections_.end()) {

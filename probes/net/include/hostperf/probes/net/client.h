@@ -67,6 +67,9 @@ struct ThroughputOptions {
   std::size_t datagram_size = 8192;         // UDP datagram size
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(2);
   std::uint64_t plan_id = 0;  // non-zero: a session of this all-hosts plan (plan.h)
+  // How long the results may take once the data is sent; none: the connect
+  // timeout plus the duration.
+  std::optional<std::chrono::nanoseconds> results_timeout;
 };
 
 struct ThroughputResult {
