@@ -1197,22 +1197,15 @@ class NetProbe final : public Probe, private ResponderObserver {
       plan.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
       plan.datagram_size = net.udp_datagram_size;
       const std::string date = VnetperfDate();
-      json per_rate = json::array();
-      json ok_rows = json::array();
+      // Each host's row printed as it reports; the table in the hosts' order.
       const auto results = RunAllToAll(
           targets, plan, secret, [&] { return ctx.ShouldStop(); },
-          [&](const AllToAllHostResult& r) {
-            json row = PlanRow(date, test, rate, r);
-            Report(ctx, test, row);
-            if (r.ok) ok_rows.push_back(row);
-            per_rate.push_back(std::move(row));
-          });
+          [&](const AllToAllHostResult& r) { Report(ctx, test, PlanRow(date, test, rate, r)); });
       for (std::string& finding : PlanShortfalls(results, test, rate)) findings.push_back(std::move(finding));
-      // The table in the order the hosts were given, not the order they finished.
-      for (const auto& [name, address] : hosts) {
-        for (const json& row : per_rate) {
-          if (row["node"] == name) rows.push_back(row);
-        }
+      json ok_rows = json::array();
+      for (const AllToAllHostResult& r : results) {
+        rows.push_back(PlanRow(date, test, rate, r));
+        if (r.ok) ok_rows.push_back(rows.back());
       }
       json average = AverageRow(ok_rows, date, test, rate);
       average["mode"] = "all-to-all";

@@ -16,6 +16,8 @@
 #include <optional>
 #include <regex>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::probes::net {
 
 namespace {
@@ -251,21 +253,10 @@ class RemotePeersImpl final : public RemotePeers {
   const std::vector<RemoteHost>& hosts() const override { return hosts_; }
 
   std::vector<std::string> Ssh(const std::string& destination, const std::string& remote_command) const {
-    std::vector<std::string> argv = {options_.ssh};
-    argv.insert(argv.end(), options_.ssh_options.begin(), options_.ssh_options.end());
-    // Never a password prompt: a key or an agent, or the host fails.
-    argv.insert(argv.end(), {"-o", "BatchMode=yes", "-T"});
-    if (!options_.identity_file.empty()) argv.insert(argv.end(), {"-i", options_.identity_file});
-    argv.insert(argv.end(), {"--", destination, remote_command});
-    return argv;
+    return OpenSsh(options_.ssh, options_.ssh_options, {"-T"}, {destination, remote_command});
   }
   std::vector<std::string> Scp(const std::string& from, const std::string& to) const {
-    std::vector<std::string> argv = {options_.scp};
-    argv.insert(argv.end(), options_.scp_options.begin(), options_.scp_options.end());
-    argv.insert(argv.end(), {"-q", "-o", "BatchMode=yes"});
-    if (!options_.identity_file.empty()) argv.insert(argv.end(), {"-i", options_.identity_file});
-    argv.insert(argv.end(), {"--", from, to});
-    return argv;
+    return OpenSsh(options_.scp, options_.scp_options, {"-q"}, {from, to});
   }
 
   void Start(const std::vector<std::string>& destinations, const std::string& secret_line,
@@ -393,6 +384,21 @@ class RemotePeersImpl final : public RemotePeers {
     return static_cast<std::size_t>(
         std::count_if(hosts_.begin(), hosts_.end(), [](const RemoteHost& h) { return h.error.empty(); }));
   }
+  // An OpenSSH client's command line: the user's options first (the first
+  // value of an option wins), then ours, then the operands.
+  std::vector<std::string> OpenSsh(const std::string& program, const std::vector<std::string>& user,
+                                   std::initializer_list<std::string> ours,
+                                   std::initializer_list<std::string> operands) const {
+    std::vector<std::string> argv = {program};
+    argv.insert(argv.end(), user.begin(), user.end());
+    argv.insert(argv.end(), ours);
+    // Never a password prompt: a key or an agent, or the host fails.
+    argv.insert(argv.end(), {"-o", "BatchMode=yes"});
+    if (!options_.identity_file.empty()) argv.insert(argv.end(), {"-i", options_.identity_file});
+    argv.push_back("--");
+    argv.insert(argv.end(), operands);
+    return argv;
+  }
   void Say(const std::string& line) {
     if (progress_) progress_(line);
   }
@@ -412,14 +418,8 @@ class RemotePeersImpl final : public RemotePeers {
     return path;
   }
   static std::string ReadLog(const std::string& path) {
-    std::string text;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return text;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buffer, sizeof(buffer))) > 0 && text.size() < 65536) text.append(buffer, n);
-    ::close(fd);
-    return text;
+    auto text = ReadBoundedFile(path, "hostperf-peer log", 65536);
+    return text ? std::move(text).value() : text.error();
   }
 
   RemoteOptions options_;
