@@ -60,7 +60,7 @@
     interfaceErrorsWindow: '30m',
     interfaceErrorsIgnored: 'rx_dropped',
     burstWindow: '1h',  // latest scheduled throughput burst per link (bursts rotate)
-    smoothWindow: '1h',  // scheduled disk bursts averaged before comparing
+    smoothWindow: '1h',  // scheduled disk bursts: their median before comparing
     baselineWindow: '7d',  // a host's own baseline (median)
     latencyWindow: '1h',  // disk op-latency p99
     errorWindow: '1h',  // integrity error counters

@@ -79,7 +79,7 @@ ACCELERATED = {
     "rateWindow": "20s",       # RTT histograms per link (net runs every 2 s)
     "lossWindow": "40s",
     "burstWindow": "90s",      # bursts rotate over ~8 peers, TCP and UDP in turn
-    "smoothWindow": "40s",     # disk bursts every 3 s: about 13 averaged
+    "smoothWindow": "40s",     # disk bursts every 3 s: the median of about 13
     "baselineWindow": "1h",
     "latencyWindow": "1m",
     "errorWindow": "1m",

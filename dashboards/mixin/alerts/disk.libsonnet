@@ -26,7 +26,7 @@ local p = import '../lib/promql.libsonnet';
         a('HostperfDiskSlowerThanBaseline',
           'hostperf:disk_throughput_bytes_per_second:baseline_ratio < %g' % c.baselineRatio.disk,
           'warning', 'Disk {{ $labels.test }} slower than its baseline on {{ $labels.instance }}',
-          '{{ $labels.test }} in {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) runs at {{ $value | humanizePercentage }} of its own median of the last %s (scheduled bursts averaged over %s), below %g %% for %s.' % [p.words(c.baselineWindow), p.words(c.smoothWindow), c.baselineRatio.disk * 100, p.words(c.forVeryLong)],
+          '{{ $labels.test }} in {{ $labels.directory }} on {{ $labels.instance }} (job {{ $labels.job }}) runs at {{ $value | humanizePercentage }} of its own median of the last %s (the median of its scheduled bursts over %s), below %g %% for %s.' % [p.words(c.baselineWindow), p.words(c.smoothWindow), c.baselineRatio.disk * 100, p.words(c.forVeryLong)],
           c.forVeryLong),
         // gpcheckperf field report: one array at 365 MB/s against 620 for its
         // peers (59 %). Compared within the fleet and the directory role only.

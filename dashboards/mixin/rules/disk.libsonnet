@@ -26,13 +26,15 @@ local p = import '../lib/promql.libsonnet';
             )
           ||| % m('hostperf_full_run_figure', 'probe="disk", figure=~"write_bytes_per_second_per_core|read_bytes_per_second_per_core"')),
         },
-        // Scheduled bursts smoothed (one noisy burst does not count), labelled
-        // with the directory's role: a host is compared only with the same kind
-        // of storage.
+        // Scheduled bursts smoothed, labelled with the directory's role: a host
+        // is compared only with the same kind of storage. The median, not the
+        // mean: one burst served from a controller's cache at 10x the disk's
+        // rate would lift a mean for the whole window (and, early in a short
+        // history, the baseline after it), then read as a slowdown.
         {
           record: 'hostperf:disk_throughput_bytes_per_second:smoothed',
           expr: p.hostLabels(c, |||
-            avg_over_time(%s[%s])
+            quantile_over_time(0.5, %s[%s])
               * on(instance, job, directory) group_left(role)
             %s
           ||| % [m('hostperf_disk_throughput_bytes_per_second', 'test=~"%s"' % c.diskTests), c.smoothWindow,
