@@ -47,6 +47,27 @@ TEST(BlockTest, DataIsRandomAndDiffersPerBlock) {
   }
 }
 
+// The Write lanes restamp their buffers instead of copying the pattern per
+// block: what reaches the disk must be byte for byte the full formatting,
+// whatever the buffer held before (another block, another generation, with
+// or without CRC), at sizes whose tail is shorter than a stamp stride.
+TEST(BlockTest, RestampIsByteForByteAFullFormat) {
+  for (const std::size_t size : {std::size_t{4096}, std::size_t{65536 + 100}, std::size_t{1 << 20}}) {
+    const auto pattern = Pattern(size, 11);
+    std::vector<std::byte> restamped(size);
+    FormatBlock(restamped, pattern, {3, 0, 1}, true);
+    for (const bool crc : {false, true, true, false}) {
+      for (const BlockId id : {BlockId{3, 1, 1}, BlockId{3, 1, 2}, BlockId{4, 77, 9}}) {
+        RestampBlock(restamped, id, crc);
+        std::vector<std::byte> formatted(size);
+        FormatBlock(formatted, pattern, id, crc);
+        ASSERT_EQ(restamped, formatted) << size << " crc " << crc << " block " << id.block;
+        EXPECT_EQ(VerifyBlock(restamped, id, crc), BlockStatus::kOk);
+      }
+    }
+  }
+}
+
 TEST(BlockTest, FlippedByteAnywhereIsACrcMismatch) {
   const auto pattern = Pattern(4096, 2);
   std::vector<std::byte> block(4096);

@@ -83,6 +83,10 @@ void FillRandom(std::span<std::byte> pattern, std::uint64_t seed) {
 
 void FormatBlock(std::span<std::byte> block, std::span<const std::byte> pattern, const BlockId& id, bool with_crc) {
   std::memcpy(block.data(), pattern.data(), block.size());
+  RestampBlock(block, id, with_crc);
+}
+
+void RestampBlock(std::span<std::byte> block, const BlockId& id, bool with_crc) {
   std::uint64_t state = (id.file_id * 0x100000001b3ULL) ^ (id.block << 20) ^ id.generation;
   for (std::size_t offset = kBlockHeaderSize; offset + 8 <= block.size(); offset += kStampStride) {
     const std::uint64_t word = SplitMix64(state);

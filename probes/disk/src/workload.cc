@@ -277,6 +277,11 @@ struct Workload::Lane {
   // other. ReWrite uses only the first.
   std::array<AlignedBuffer, 2> buffers;
   std::size_t next_buffer = 0;
+  // Write: the buffer holds a block formatted from `pattern` (nothing reads
+  // into a Write lane's buffers), so the next one needs stamps and header
+  // only. Measured on a RAM-backed ext4 at 1 MiB without CRC: copying the
+  // whole pattern per block cost Write about 15 % against fio.
+  std::array<bool, 2> pattern_in_place{};
   // Declared last, so destroyed first: on every return path the runner
   // finishes its last job before the buffers go away.
   std::unique_ptr<OneSlotRunner> helper;
@@ -343,9 +348,14 @@ Result<void> Workload::Sweep(Lane& lane, bool every_other_block, const BlockStep
 
 // Blocks are formatted with the generation they will carry; only their own
 // write changes it, so formatting the next block ahead is safe.
-void Workload::FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index) const {
-  FormatBlock({target, lane.size}, {lane.pattern.get(), lane.size}, {file.id, index, file.generation[index] + 1},
-              options_.crc);
+void Workload::FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index,
+                          bool pattern_in_place) const {
+  const BlockId id{file.id, index, file.generation[index] + 1};
+  if (pattern_in_place) {
+    RestampBlock({target, lane.size}, id, options_.crc);
+  } else {
+    FormatBlock({target, lane.size}, {lane.pattern.get(), lane.size}, id, options_.crc);
+  }
 }
 
 // Measured at 4 KiB on a RAM-backed ext4 (issue 20): Read with every block's
@@ -380,12 +390,17 @@ Result<void> Workload::Write(Lane& lane) {
     if (next_formatted) {
       lane.helper->WaitIdle();
     } else {
-      FormatNext(lane, target, file, index);
+      FormatNext(lane, target, file, index, lane.pattern_in_place[lane.next_buffer]);
+      lane.pattern_in_place[lane.next_buffer] = true;
     }
     next_formatted = Overlapped(lane) && index + 1 < lane.blocks;
     if (next_formatted) {
-      std::byte* other = lane.buffers[lane.next_buffer ^ 1].get();
-      lane.helper->Submit([this, &lane, other, &file, index] { FormatNext(lane, other, file, index + 1); });
+      const std::size_t other_index = lane.next_buffer ^ 1;
+      std::byte* other = lane.buffers[other_index].get();
+      const bool in_place = lane.pattern_in_place[other_index];
+      lane.pattern_in_place[other_index] = true;
+      lane.helper->Submit(
+          [this, &lane, other, &file, index, in_place] { FormatNext(lane, other, file, index + 1, in_place); });
     }
     lane.next_buffer ^= 1;
     auto written = TimedIo(true, file.file->fd(), target, lane.size, index * lane.size, lane.latency(DiskOp::kWrite),
@@ -406,7 +421,7 @@ Result<void> Workload::ReWrite(Lane& lane) {
     if (!read.ok()) return read;
     lane.counters->bytes_read.fetch_add(lane.size, std::memory_order_relaxed);
     Verify(lane, file, index, block);
-    FormatNext(lane, block.data(), file, index);
+    FormatNext(lane, block.data(), file, index, false);  // `block` holds what was read
     auto written = TimedIo(true, file.file->fd(), block.data(), lane.size, offset, lane.latency(DiskOp::kRewriteWrite),
                            file.file->name());
     if (!written.ok()) return written;

@@ -36,6 +36,14 @@ void FillRandom(std::span<std::byte> pattern, std::uint64_t seed);
 // block.size() must be >= kBlockHeaderSize and pattern.size() >= block.size().
 void FormatBlock(std::span<std::byte> block, std::span<const std::byte> pattern, const BlockId& id, bool with_crc);
 
+// FormatBlock for a buffer that an earlier FormatBlock of the same pattern
+// and size left untouched since: the stamps and the header are the only bytes
+// that differ between blocks, so only they are rewritten (1/64 of a block)
+// instead of copying the whole pattern again, then the CRC if `with_crc`.
+// The result is byte for byte what FormatBlock(block, pattern, id, with_crc)
+// would write.
+void RestampBlock(std::span<std::byte> block, const BlockId& id, bool with_crc);
+
 // Checks a block read back. Header fields are always checked; the CRC only
 // when `check_crc`.
 BlockStatus VerifyBlock(std::span<const std::byte> block, const BlockId& expected, bool check_crc);

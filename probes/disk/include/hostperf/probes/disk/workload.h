@@ -108,7 +108,11 @@ class Workload {
   // `step` per block; `every_other_block` visits half of them per pass,
   // alternating halves.
   Result<void> Sweep(Lane& lane, bool every_other_block, const BlockStep& step);
-  void FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index) const;
+  // Formats block `index` of `file` with its next generation into `target`;
+  // `pattern_in_place`: `target` holds a block this lane formatted and
+  // nothing has written into since, so only stamps and header are rewritten.
+  void FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index,
+                  bool pattern_in_place) const;
   // Whether a lane's block formatting and checking run on its helper thread,
   // overlapping the I/O: with CRCs on, and blocks of at least
   // kOverlapMinBlockSize (below it the CRC costs less than the hand-off).
