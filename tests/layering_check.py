@@ -4,11 +4,15 @@
 Usage: layering_check.py SOURCE_DIR
 
 The layers (docs/architecture.md), lowest first: config/base (hostperf/base/),
-config/ (hostperf/config/), probes/ (hostperf/probes/), then the exporter's
+config/ (hostperf/config/), probes/common (hostperf/probes/*.h), each probe's
+folder probes/<name>/ (hostperf/probes/<name>/; probes never include each
+other: only probes/registry.cc names them all), then the exporter's
 libraries: http/ (hostperf/http/: the transport, and the web security beside
-it), runs/, daemon/ and cluster/ (both above runs/), cmd/ (the entry points).
+it), runs/, daemon/ and cluster/ (both above runs/), cmd/ (the entry points;
+the one-shot CLI's main does not include the daemon).
 Each rule names the folder it applies to and the include paths it forbids
 there; every violation is printed as file:line with the include and the rule.
+tests/layering_check_test.py feeds it one violation of each rule.
 """
 import os
 import re
@@ -29,13 +33,38 @@ def security(include):
     return include in SECURITY_HEADERS
 
 
-# (folder, applies to this file?, forbidden include?, rule text)
+PROBE_FOLDER = re.compile(r"^probes/([a-z0-9_]+)/")
+PROBE_INCLUDE = re.compile(r"^hostperf/probes/([a-z0-9_]+)/")
+
+
+def probe_of(path):
+    """The probe folder a source lives in (None for probes/common and probes/registry.cc)."""
+    match = PROBE_FOLDER.match(path)
+    return match.group(1) if match and match.group(1) != "common" else None
+
+
+def other_probe(path):
+    """Forbids, in probe X's folder, any include of another probe's headers."""
+    own = probe_of(path)
+    return lambda inc: bool(PROBE_INCLUDE.match(inc)) and PROBE_INCLUDE.match(inc).group(1) != own
+
+
+# (folder, applies to this file?, forbidden include?, rule text). `forbidden`
+# is a predicate on the include or, for a rule that depends on the file,
+# (PER_FILE, a function of the path that returns that predicate).
+PER_FILE = "per file"
 RULES = [
+    ("config/base/", lambda path: True, lambda inc: not inc.startswith("hostperf/base/"),
+     "config/base/ (the bottom layer) may include only hostperf/base/ headers"),
     ("config/", lambda path: True,
      lambda inc: not (inc.startswith("hostperf/config/") or inc.startswith("hostperf/base/")),
      "config/ may include only hostperf/config/ and hostperf/base/ headers"),
     ("probes/", lambda path: True, under(*EXPORTER_LIBS),
      "probes/ must not include exporter headers (hostperf/{%s}/)" % ",".join(EXPORTER_LIBS)),
+    ("probes/common/", lambda path: True, lambda inc: bool(PROBE_INCLUDE.match(inc)),
+     "probes/common/ must not include a probe's headers (hostperf/probes/<name>/): probes build on it"),
+    ("probes/", lambda path: probe_of(path) is not None, (PER_FILE, other_probe),
+     "a probe must not include another probe's headers (only probes/registry.cc names them all)"),
     ("exporter/http/", lambda path: True, under("daemon", "runs", "cluster", "cmd"),
      "exporter/http/ must not include daemon/, runs/, cluster/ or cmd/ headers"),
     ("exporter/http/", lambda path: not SECURITY_SOURCES.search(path), security,
@@ -47,6 +76,8 @@ RULES = [
      "exporter/daemon/ must not include cluster/ or cmd/ headers"),
     ("exporter/cluster/", lambda path: True, lambda inc: under("daemon", "cmd")(inc) or security(inc),
      "exporter/cluster/ must not include daemon/, cmd/ or web security headers"),
+    ("exporter/cmd/src/main_cli.cc", lambda path: True, lambda inc: under("daemon")(inc) or security(inc),
+     "the one-shot CLI (main_cli.cc) must not include daemon/ or web security headers"),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](hostperf/[^>"]+)[>"]')
@@ -66,7 +97,9 @@ def main():
                 if not name.endswith(SUFFIXES):
                     continue
                 path = os.path.relpath(os.path.join(directory, name), root)
-                rules = [rule for rule in RULES if path.startswith(rule[0]) and rule[1](path)]
+                rules = [(folder, applies, forbidden[1](path) if isinstance(forbidden, tuple) and forbidden[0] == PER_FILE else forbidden, text)
+                         for folder, applies, forbidden, text in RULES
+                         if path.startswith(folder) and applies(path)]
                 checked += 1
                 with open(os.path.join(root, path), encoding="utf-8", errors="replace") as source:
                     for number, line in enumerate(source, 1):

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Feeds layering_check.py one violation of each layer rule in a scratch tree
+and expects it to refuse each, naming the rule; a tree that follows the
+layering (a probe including its own and the common headers, registry.cc
+naming every probe, the daemon's main including the daemon) passes.
+
+Usage: layering_check_test.py   (exit 0 pass, 1 fail; prints N passed, N failed)
+"""
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+CHECK = pathlib.Path(__file__).resolve().with_name("layering_check.py")
+
+# A minimal tree that follows the layering.
+CLEAN = {
+    "config/base/src/files.cc": ['hostperf/base/files.h'],
+    "config/src/config.cc": ['hostperf/config/config.h', 'hostperf/base/result.h'],
+    "probes/common/src/probe.cc": ['hostperf/probes/probe.h', 'hostperf/config/config.h'],
+    "probes/net/src/net_probe.cc": ['hostperf/probes/net/net_probe.h', 'hostperf/probes/probe.h'],
+    "probes/disk/src/disk_probe.cc": ['hostperf/probes/disk/disk_probe.h', 'hostperf/probes/figures.h'],
+    "probes/registry.cc": ['hostperf/probes/net/module.h', 'hostperf/probes/disk/module.h'],
+    "exporter/cmd/src/main_exporter.cc": ['hostperf/daemon/daemon.h'],
+    "exporter/cmd/src/main_cli.cc": ['hostperf/runs/full_run.h', 'hostperf/probes/probe.h'],
+}
+
+# (what, file, include, words of the rule the check must print)
+VIOLATIONS = [
+    ("probe -> probe", "probes/net/src/net_probe.cc", "hostperf/probes/disk/disk_probe.h",
+     "must not include another probe's headers"),
+    ("common -> probe", "probes/common/src/probe.cc", "hostperf/probes/net/peers.h",
+     "probes/common/ must not include a probe's headers"),
+    ("base -> config", "config/base/src/files.cc", "hostperf/config/config.h",
+     "config/base/ (the bottom layer) may include only hostperf/base/"),
+    ("CLI main -> daemon", "exporter/cmd/src/main_cli.cc", "hostperf/daemon/daemon.h",
+     "the one-shot CLI (main_cli.cc) must not include daemon/"),
+    ("probe -> exporter", "probes/disk/src/disk_probe.cc", "hostperf/runs/full_run.h",
+     "probes/ must not include exporter headers"),
+]
+
+
+def write_tree(root, extra=None):
+    for path, includes in CLEAN.items():
+        lines = ['#include "%s"' % inc for inc in includes]
+        if extra and extra[0] == path:
+            lines.append('#include "%s"' % extra[1])
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def check(root):
+    return subprocess.run([sys.executable, str(CHECK), str(root)], capture_output=True, text=True)
+
+
+def main():
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as scratch:
+        clean = pathlib.Path(scratch) / "clean"
+        write_tree(clean)
+        result = check(clean)
+        if result.returncode == 0:
+            passed += 1
+        else:
+            failed += 1
+            print("FAIL clean tree refused:\n" + result.stdout + result.stderr)
+        for index, (what, path, include, words) in enumerate(VIOLATIONS):
+            root = pathlib.Path(scratch) / ("case%d" % index)
+            write_tree(root, (path, include))
+            result = check(root)
+            line = '%s:%d: includes "%s"' % (path, len(CLEAN[path]) + 1, include)
+            if result.returncode == 1 and line in result.stdout and words in result.stdout:
+                passed += 1
+                print("ok   %s refused: %s" % (what, line))
+            else:
+                failed += 1
+                print("FAIL %s not refused as expected (exit %d):\n%s%s" % (what, result.returncode, result.stdout,
+                                                                            result.stderr))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
