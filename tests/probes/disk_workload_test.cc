@@ -36,13 +36,13 @@ struct Fixture {
   OpLatencies latencies;
 
   // Two threads, one file each of 4 blocks of 4 KiB (direct I/O).
-  std::optional<Failure> Create(bool direct_io = true) {
+  std::optional<Failure> Create(bool direct_io = true, std::size_t block_size = 4096) {
     auto opened = TestDirectory::Open(temp.path(), {});
     if (!opened.ok()) return opened.failure();
     dir = std::move(*opened);
     WorkloadOptions options;
     options.threads = 2;
-    options.block_size = std::max<std::size_t>(4096, dir->alignment());
+    options.block_size = std::max<std::size_t>(block_size, dir->alignment());
     options.file_size = 4 * options.block_size;
     options.direct_io = direct_io;
     options.run_id = 42;
@@ -148,6 +148,39 @@ TEST(DiskWorkloadTest, BlockAtTheWrongOffsetIsDetected) {
   EXPECT_EQ(read.verify_errors.load(), 1u);
   EXPECT_NE(f.workload->FirstVerifyError().find("wrong_block in block 3"), std::string::npos)
       << f.workload->FirstVerifyError();
+}
+
+// Write lanes copy the pattern into their buffers once and then rewrite only
+// each block's stamps and header: on disk every block must still be the full
+// formatting of that one random pattern, with the formatting on the I/O
+// thread (4 KiB) and on the lane's helper (256 KiB, CRC on).
+TEST(DiskWorkloadTest, WrittenBlocksAreThePatternRestampedWholly) {
+  for (const std::size_t block_size : {std::size_t{4096}, std::size_t{256 * 1024}}) {
+    Fixture f;
+    const auto error = f.Create(true, block_size);
+    if (error && error->reason == "direct_io_unsupported") GTEST_SKIP() << error->message;
+    ASSERT_FALSE(error) << error->reason << ": " << error->message;
+    ASSERT_TRUE(f.workload->options().crc);
+    TestCounters write;
+    ASSERT_FALSE(f.Run(DiskTest::kWrite, write));
+    const std::size_t block = f.workload->options().block_size;
+    for (const auto& name : f.workload->FileNames()) {
+      const fs::path file = f.temp.path() / name;
+      const auto first = ReadAt(file, 0, block);
+      std::size_t zeros = 0;
+      for (const auto byte : first) zeros += byte == std::byte{0};
+      // Random bytes are zero 1 time in 256; the header and stamps add small
+      // integers' zero bytes. An unfilled buffer would be zero throughout.
+      EXPECT_LT(zeros, block / 8) << name << ": random data, not an unfilled buffer";
+      std::uint64_t file_id = 0;
+      std::memcpy(&file_id, first.data() + 8, sizeof(file_id));  // the header's second field
+      for (std::uint64_t index = 0; index < 4; ++index) {
+        auto expected = first;  // the pattern outside stamps and header
+        RestampBlock(expected, {file_id, index, 1}, true);
+        EXPECT_EQ(ReadAt(file, index * block, block), expected) << name << " block " << index << " of " << block;
+      }
+    }
+  }
 }
 
 TEST(DiskWorkloadTest, StopEndsEveryThreadEarly) {

@@ -36,10 +36,11 @@ void FillRandom(std::span<std::byte> pattern, std::uint64_t seed);
 // block.size() must be >= kBlockHeaderSize and pattern.size() >= block.size().
 void FormatBlock(std::span<std::byte> block, std::span<const std::byte> pattern, const BlockId& id, bool with_crc);
 
-// FormatBlock for a buffer that an earlier FormatBlock of the same pattern
-// and size left untouched since: the stamps and the header are the only bytes
-// that differ between blocks, so only they are rewritten (1/64 of a block)
-// instead of copying the whole pattern again, then the CRC if `with_crc`.
+// FormatBlock for a buffer that already holds the pattern outside the stamps
+// and header (a plain copy of it, or an earlier FormatBlock of the same
+// pattern and size, untouched since): the stamps and the header are the only
+// bytes that differ between blocks, so only they are rewritten (1/64 of a
+// block) instead of copying the whole pattern again, then the CRC if `with_crc`.
 // The result is byte for byte what FormatBlock(block, pattern, id, with_crc)
 // would write.
 void RestampBlock(std::span<std::byte> block, const BlockId& id, bool with_crc);

@@ -109,8 +109,9 @@ class Workload {
   // alternating halves.
   Result<void> Sweep(Lane& lane, bool every_other_block, const BlockStep& step);
   // Formats block `index` of `file` with its next generation into `target`;
-  // `pattern_in_place`: `target` holds a block this lane formatted and
-  // nothing has written into since, so only stamps and header are rewritten.
+  // `pattern_in_place`: `target` holds the lane's pattern (outside stamps and
+  // header) and nothing else has written into it, so only stamps and header
+  // are rewritten.
   void FormatNext(const Lane& lane, std::byte* target, const File& file, std::uint64_t index,
                   bool pattern_in_place) const;
   // Whether a lane's block formatting and checking run on its helper thread,
