@@ -103,6 +103,19 @@ RunContext MakeRunContext(const config::Config& config, std::string_view probe, 
   return context;
 }
 
+std::vector<std::string> ConfigWarnings(const config::Config& config) {
+  std::vector<std::string> warnings;
+  for (const ProbeModule* module : Modules()) {
+    if (module->config_warnings == nullptr) continue;
+    const config::ProbeConfig& section = config.Section(module->name);
+    if (!section.schedule.enabled) continue;
+    for (std::string& warning : module->config_warnings(section)) {
+      warnings.push_back("probes." + std::string(module->name) + ": " + std::move(warning));
+    }
+  }
+  return warnings;
+}
+
 std::vector<Figure> HeadlineFigures(std::string_view probe, const nlohmann::json& result) {
   const ProbeModule* module = FindProbe(probe);
   if (module == nullptr || module->figures == nullptr || !result.is_object()) return {};

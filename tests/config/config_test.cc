@@ -228,6 +228,7 @@ ports = [14159, 14160]
 secret_file = "/etc/hostperf/secret"
 peers = ["db1", "db2:14160", "[fe80::1]:14159"]
 peers_file = "/etc/hostperf/peers.json"
+allow_empty_peers_file = true
 self = "db1"
 observers = 12
 max_peers_per_cycle = 48
@@ -288,6 +289,7 @@ max_peers_per_cycle = 48
   EXPECT_EQ(Net(c).secret_file, "/etc/hostperf/secret");
   EXPECT_EQ(Net(c).peers, (std::vector<std::string>{"db1", "db2:14160", "[fe80::1]:14159"}));
   EXPECT_EQ(Net(c).peers_file, "/etc/hostperf/peers.json");
+  EXPECT_TRUE(Net(c).allow_empty_peers_file);
   EXPECT_EQ(Net(c).self, "db1");
   EXPECT_EQ(Net(c).observers, 12u);
   EXPECT_EQ(Net(c).max_peers_per_cycle, 48u);
@@ -382,6 +384,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
       "probes.net.secret_file",
       "probes.net.peers",
       "probes.net.peers_file",
+      "probes.net.allow_empty_peers_file",
       "probes.net.self",
       "probes.net.observers",
       "probes.net.max_peers_per_cycle",
@@ -490,6 +493,8 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
        "bad.toml:2:23: probes.net.max_peers_per_cycle: expected an integer, got float"},
       {"string for bool", "[probes.disk]\nenabled = \"yes\"\n",
        "bad.toml:2:11: probes.disk.enabled: expected a boolean (true or false), got string"},
+      {"string for the empty peers file switch", "[probes.net]\nallow_empty_peers_file = \"yes\"\n",
+       "bad.toml:2:26: probes.net.allow_empty_peers_file: expected a boolean (true or false), got string"},
       {"integer for string", "[api]\ntoken_file = 5\n",
        "bad.toml:2:14: api.token_file: expected a string, got integer"},
       {"string for number", "[scheduler]\njitter = \"10%\"\n",

@@ -158,6 +158,32 @@ TEST(ExporterBinary, ConfigCheckValidatesAndExits) {
   EXPECT_THAT(failed.err, MatchesRegex(".*" + bad + ":3:[0-9]+: .*intervall.*\n"));
 }
 
+// Issue 32: a peers list that does not contain this host is valid, but its
+// alerts could not be joined to its scrape target: a warning saying what to
+// check, the check still passes. Names resolve as the daemon resolves them.
+TEST(ExporterBinary, ConfigCheckWarnsWhenThisHostIsNotInThePeers) {
+  TempDir dir;
+  const auto outside =
+      dir.Write("outside.toml", "[probes.net]\npeers = [\"192.0.2.10:14159\", \"192.0.2.11:14159\"]\n");
+  const auto warned = RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.file=" + outside, "--config.check"}, seconds(60));
+  EXPECT_EQ(warned.status, 0) << warned.err;
+  EXPECT_THAT(warned.out, HasSubstr("config OK"));
+  EXPECT_THAT(warned.err, HasSubstr(outside + ": warning: probes.net: this host is not in probes.net.peers"));
+  EXPECT_THAT(warned.err, HasSubstr("Check that the list names this host"));
+
+  const auto inside = dir.Write("inside.toml", "[probes.net]\npeers = [\"192.0.2.10:14159\", \"127.0.0.1:14159\"]\n");
+  const auto quiet = RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.file=" + inside, "--config.check"}, seconds(60));
+  EXPECT_EQ(quiet.status, 0) << quiet.err;
+  EXPECT_THAT(quiet.err, Not(HasSubstr("warning")));
+
+  // The probe disabled: nothing to say.
+  const auto disabled = dir.Write(
+      "disabled.toml", "[probes.net]\nenabled = false\npeers = [\"192.0.2.10:14159\", \"192.0.2.11:14159\"]\n");
+  const auto off = RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.file=" + disabled, "--config.check"}, seconds(60));
+  EXPECT_EQ(off.status, 0) << off.err;
+  EXPECT_THAT(off.err, Not(HasSubstr("warning")));
+}
+
 TEST(ExporterBinary, BrokenConfigRefusesToStartWithLineAndColumn) {
   TempDir dir;
   const auto bad = dir.Write("bad.toml", "[probes.cpu]\ninterval = true\n");

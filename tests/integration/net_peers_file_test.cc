@@ -1,6 +1,8 @@
 // Real daemons sharing one peers_file: each finds its own entry by address
 // and responder port (and never probes it), and a host removed from the file
 // loses every series on the others at their next runs, without a reload.
+// Each says which entry it is (hostperf_net_self_info), and a file emptied
+// by mistake is refused as a bad edit (issue 32).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,12 +24,13 @@ constexpr const char* kSecret = "integration-test-shared-secret-0123456789";
 
 std::string Peer(std::uint16_t port) { return "127.0.0.1:" + std::to_string(port); }
 
-// Exposition lines that carry peer="<peer>".
+// Exposition lines that carry peer="<peer>" (the host's own self_info aside).
 int PeerLines(const std::string& exposition, const std::string& peer) {
   std::istringstream in(exposition);
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
+    if (line.rfind("hostperf_net_self_info{", 0) == 0) continue;
     if (line.find("peer=\"" + peer + "\"") != std::string::npos) ++n;
   }
   return n;
@@ -104,6 +107,11 @@ TEST(NetPeersFileIntegrationTest, OwnEntryIsSkippedAndARemovedHostLosesItsSeries
   }
   EXPECT_NE(daemons[0]->process().Stderr().find("in the peer list"), std::string::npos)
       << daemons[0]->process().Stderr();
+  for (int i = 0; i < 3; ++i) {
+    const std::string m = daemons[i]->Metrics();
+    EXPECT_NE(m.find("hostperf_net_self_info{peer=\"" + Peer(ports[i]) + "\"} 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("hostperf_net_peers_file_valid 1"), std::string::npos) << m;
+  }
 
   // Host 2 leaves the file: gone from the others' expositions within a few runs.
   WritePeersFile(dir, {ports[0], ports[1]});
@@ -115,6 +123,30 @@ TEST(NetPeersFileIntegrationTest, OwnEntryIsSkippedAndARemovedHostLosesItsSeries
     const std::string m = daemons[i]->Metrics();
     EXPECT_NE(m.find("hostperf_net_peers{set=\"known\"} 2"), std::string::npos) << m;
     EXPECT_NE(m.find(up(ports[1 - i])), std::string::npos) << m;
+  }
+  // Host 2 is out of the list: an outside observer, no self_info.
+  EXPECT_TRUE(daemons[2]->WaitFor(
+      [](const std::string& m) { return !m.empty() && m.find("hostperf_net_self_info{") == std::string::npos; }, 10s))
+      << daemons[2]->Metrics();
+
+  // `[]` written over the file on every host (a broken inventory export):
+  // refused, the last good list stays, one error and one log line each.
+  dir.Write("peers.json.tmp", "[]");
+  std::filesystem::rename(dir.path() + "/peers.json.tmp", dir.path() + "/peers.json");
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("daemon " + std::to_string(i));
+    EXPECT_TRUE(daemons[i]->WaitFor(
+        [](const std::string& m) { return m.find("hostperf_net_peers_file_valid 0") != std::string::npos; }, 10s))
+        << daemons[i]->Metrics();
+    std::this_thread::sleep_for(2500ms);  // two more runs see the same version
+    const std::string m = daemons[i]->Metrics();
+    EXPECT_NE(m.find("hostperf_net_peers_file_errors_total 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("hostperf_net_peers{set=\"known\"} 2"), std::string::npos) << m;
+    EXPECT_NE(m.find(up(ports[1 - i])), std::string::npos) << m;
+    const std::string log = daemons[i]->process().Stderr();
+    const auto first = log.find("allow_empty_peers_file = true");
+    EXPECT_NE(first, std::string::npos) << log;
+    EXPECT_EQ(log.find("allow_empty_peers_file = true", first + 1), std::string::npos) << "logged more than once";
   }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hostperf/probes/disk/disk_probe.h"
+#include "hostperf/probes/disk/members.h"
 #include "hostperf/probes/disk/module.h"
 #include "hostperf/probes/disk/scratch.h"
 #include "temp_dir.h"
@@ -92,6 +93,13 @@ class DiskLifecycleTest : public ::testing::Test {
     return out;
   }
 
+  // directory_info's labels: the device class as the probe reads it from
+  // this machine's /proc and /sys (the fixture-tree cases are in
+  // disk_members_test.cc and DeviceClassIsReadAtStartUpAndOnReload).
+  static Labels Info(const std::string& directory, const std::string& role) {
+    return {{"directory", directory}, {"role", role}, {"device_class", DeviceClassOf(directory, SystemRoots{})}};
+  }
+
   std::optional<double> Value(const std::string& family, const Labels& want) {
     for (const auto& collected : registry_.Collect()) {
       if (collected.name != family) continue;
@@ -119,8 +127,8 @@ TEST_F(DiskLifecycleTest, DirectoryInfoAndVerifyErrorsExistFromStartUpWithRoles)
   Disk().directories = {A(), B()};
   Disk().directory_roles = {{B(), "wal"}};
   Apply();
-  EXPECT_EQ(Value("hostperf_disk_directory_info", {{"directory", A()}, {"role", "data"}}), 1);
-  EXPECT_EQ(Value("hostperf_disk_directory_info", {{"directory", B()}, {"role", "wal"}}), 1);
+  EXPECT_EQ(Value("hostperf_disk_directory_info", Info(A(), "data")), 1);
+  EXPECT_EQ(Value("hostperf_disk_directory_info", Info(B(), "wal")), 1);
   EXPECT_EQ(Series("hostperf_disk_directory_info").size(), 2u);
   EXPECT_EQ(Value("hostperf_disk_verify_errors_total", {{"directory", A()}}), 0);
   EXPECT_EQ(Value("hostperf_disk_verify_errors_total", {{"directory", B()}}), 0);
@@ -132,8 +140,7 @@ TEST_F(DiskLifecycleTest, DirectoryInfoAndVerifyErrorsExistFromStartUpWithRoles)
 TEST_F(DiskLifecycleTest, DefaultDirectoryHasTheStateRole) {
   Apply();
   const std::string state_disk = (state_.path() / "disk").string();
-  EXPECT_EQ(Series("hostperf_disk_directory_info"),
-            (std::vector<Labels>{{{"directory", state_disk}, {"role", "state"}}}));
+  EXPECT_EQ(Series("hostperf_disk_directory_info"), (std::vector<Labels>{Info(state_disk, "state")}));
 }
 
 TEST_F(DiskLifecycleTest, ReloadWithoutADirectoryRemovesAllItsSeries) {
@@ -179,7 +186,48 @@ TEST_F(DiskLifecycleTest, RoleChangeReplacesTheInfoSeries) {
   Apply();
   Disk().directory_roles = {{A(), "archive"}};
   Apply();
-  EXPECT_EQ(Series("hostperf_disk_directory_info"), (std::vector<Labels>{{{"directory", A()}, {"role", "archive"}}}));
+  EXPECT_EQ(Series("hostperf_disk_directory_info"), (std::vector<Labels>{Info(A(), "archive")}));
+}
+
+// Issue 32: device_class comes from the probe's own roots (a fixture here),
+// read at start-up and again at each reload, not at each run.
+TEST(DiskDeviceClassLifecycleTest, DeviceClassIsReadAtStartUpAndOnReload) {
+  TempDir state;
+  TempDir fixture;
+  std::filesystem::create_directories(fixture.path() / "proc" / "self");
+  std::filesystem::create_directories(fixture.path() / "sys");
+  const auto mountinfo = fixture.path() / "proc" / "self" / "mountinfo";
+  std::ofstream(mountinfo) << "22 1 0:45 / /srv/scratch rw - tmpfs tmpfs rw\n";
+  prometheus::Registry registry;
+  ProbeDeps deps;
+  deps.registry = &registry;
+  deps.state_directory = state.path();
+  deps.roots = {fixture.path() / "proc", fixture.path() / "sys"};
+  const auto probe = CreateDiskProbe(deps);
+  config::Config config = DefaultConfig();
+  config.EditSettings<DiskProbeConfig>().directories = {"/srv/scratch/hostperf"};
+  const auto info = [&] {
+    std::vector<Labels> out;
+    for (const auto& family : registry.Collect()) {
+      if (family.name != "hostperf_disk_directory_info") continue;
+      for (const auto& metric : family.metric) {
+        Labels labels;
+        for (const auto& label : metric.label) labels[label.name] = label.value;
+        out.push_back(std::move(labels));
+      }
+    }
+    return out;
+  };
+  probe->StartServices(config.Section("disk"));
+  const Labels ram = {{"directory", "/srv/scratch/hostperf"}, {"role", "data"}, {"device_class", "ram_none_tmpfs"}};
+  EXPECT_EQ(info(), std::vector<Labels>{ram});
+
+  std::ofstream(mountinfo) << "22 1 0:46 / /srv/scratch rw - xfs server:/export rw\n";
+  EXPECT_EQ(info(), std::vector<Labels>{ram});  // not re-read until a reload
+  probe->StartServices(config.Section("disk"));
+  const Labels other = {
+      {"directory", "/srv/scratch/hostperf"}, {"role", "data"}, {"device_class", "unknown_unknown_xfs"}};
+  EXPECT_EQ(info(), std::vector<Labels>{other});
 }
 
 TEST_F(DiskLifecycleTest, DisablingTheProbeRemovesEverySeries) {

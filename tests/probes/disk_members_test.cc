@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "hostperf/probes/disk/members.h"
 #include "temp_dir.h"
@@ -38,8 +39,21 @@ class FakeSysfs {
     if (!serial.empty()) Write(node / "device" / "serial", serial + "\n");
     Link(node, name, numbers);
   }
+  // A disk at its bus's place in devices/ (`parent`: the folder holding
+  // block/<name>), with queue/rotational when given.
+  void DiskAt(const std::string& name, const std::string& numbers, const std::string& parent,
+              const std::string& rotational = "") {
+    const fs::path node = roots_.sys / parent / "block" / name;
+    fs::create_directories(node / "queue");
+    if (!rotational.empty()) Write(node / "queue" / "rotational", rotational + "\n");
+    Link(node, name, numbers);
+  }
+  void Write(const std::string& name, const std::string& file, const std::string& text) {
+    fs::create_directories((Node(name) / file).parent_path());
+    Write(Node(name) / file, text);
+  }
   void Partition(const std::string& disk, const std::string& name, const std::string& numbers) {
-    const fs::path node = roots_.sys / "devices" / "pci0000:00" / "host0" / "block" / disk / name;
+    const fs::path node = Node(disk) / name;
     fs::create_directories(node);
     Write(node / "partition", "1\n");
     Link(node, name, numbers);
@@ -135,6 +149,70 @@ TEST(DiskMembersTest, DirectoryResolvesThroughMountinfo) {
   ASSERT_EQ(array->members.size(), 2u);
   EXPECT_EQ(array->members[0].device, "loop10");
   EXPECT_EQ(array->members[1].device, "loop9");
+}
+
+// Issue 32: the device class the fleet comparison groups by, read from the
+// mount and the disks at the bottom of the stack.
+TEST(DiskDeviceClassTest, MediaTransportAndFilesystemFromSysfs) {
+  FakeSysfs sys;
+  sys.DiskAt("nvme0n1", "259:0", "devices/pci0000:00/0000:00:1d.0/nvme/nvme0", "0");
+  sys.Partition("nvme0n1", "nvme0n1p1", "259:1");
+  sys.DiskAt("sdd", "8:48", "devices/pci0000:00/0000:00:1f.2/ata3/host2/target2:0:0/2:0:0:0", "1");
+  sys.DiskAt("sde", "8:64", "devices/pci0000:00/0000:00:1f.2/ata4/host3/target3:0:0/3:0:0:0", "1");
+  sys.DiskAt("sdf", "8:80", "devices/pci0000:00/0000:03:00.0/host0/port-0:0/end_device-0:0/target0:0:0/0:0:0:0", "1");
+  sys.DiskAt("sdg", "8:96", "devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0", "0");
+  sys.DiskAt("sdh", "8:112", "devices/pci0000:00/0000:00:10.0/host7/target7:0:0/7:0:0:0", "0");
+  sys.DiskAt("vda", "254:0", "devices/pci0000:00/0000:00:04.0/virtio1", "1");
+  sys.DiskAt("mmcblk0", "179:0", "devices/platform/fe320000.mmc/mmc_host/mmc0/mmc0:aaaa", "0");
+  sys.DiskAt("zram0", "252:0", "devices/virtual", "0");
+  sys.DiskAt("loop3", "7:3", "devices/virtual", "1");
+  sys.Write("loop3", "loop/backing_file", "/nonexistent-shm/disk.img\n");
+  sys.Virtual("md1", "9:1", {"sdd", "sde"});        // two SATA HDDs agree
+  sys.Virtual("md2", "9:2", {"sdd", "nvme0n1p1"});  // an HDD and an NVMe SSD do not
+  sys.MountInfo(
+      "22 1 259:1 / / rw,relatime - ext4 /dev/nvme0n1p1 rw\n"
+      "30 22 8:48 / /hdd rw - xfs /dev/sdd rw\n"
+      "31 22 9:1 / /md rw - ext4 /dev/md1 rw\n"
+      "32 22 9:2 / /mixed rw - ext4 /dev/md2 rw\n"
+      "33 22 8:80 / /sas rw - xfs /dev/sdf rw\n"
+      "34 22 8:96 / /usb rw - exfat /dev/sdg rw\n"
+      "35 22 8:112 / /scsi rw - XFS /dev/sdh rw\n"
+      "36 22 254:0 / /vm rw - ext4 /dev/vda rw\n"
+      "37 22 179:0 / /sd rw - ext4 /dev/mmcblk0 rw\n"
+      "38 22 252:0 / /zram rw - ext4 /dev/zram0 rw\n"
+      "39 22 0:45 / /nonexistent-shm rw - tmpfs tmpfs rw\n"
+      "40 22 7:3 / /loop rw - ext4 /dev/loop3 rw\n"
+      "41 22 0:50 / /remote rw - fuse.sshfs host:/x rw\n"
+      "42 22 8:99 / /gone rw - ext4 /dev/sdz rw\n");
+  const std::map<std::string, std::string> expected = {
+      {"/data/db", "ssd_nvme_ext4"},  // on / (a partition of the NVMe disk)
+      {"/hdd/x", "hdd_sata_xfs"},
+      {"/md", "hdd_sata_ext4"},
+      {"/mixed/y", "mixed_mixed_ext4"},
+      {"/sas", "hdd_sas_xfs"},
+      {"/usb", "ssd_usb_exfat"},
+      {"/scsi", "ssd_scsi_xfs"},
+      {"/vm", "hdd_virtio_ext4"},
+      {"/sd", "ssd_mmc_ext4"},
+      {"/zram", "ram_none_ext4"},
+      {"/nonexistent-shm/a", "ram_none_tmpfs"},
+      {"/loop", "ram_loop_ext4"},  // a loop file on tmpfs
+      {"/remote", "unknown_unknown_fuse_sshfs"},
+      {"/gone", "unknown_unknown_ext4"},  // no such device in sysfs
+  };
+  for (const auto& [directory, device_class] : expected) {
+    EXPECT_EQ(DeviceClassOf(directory, sys.roots()), device_class) << directory;
+    EXPECT_THAT(DeviceClassOf(directory, sys.roots()), ::testing::MatchesRegex("[a-z0-9_]+")) << directory;
+  }
+}
+
+TEST(DiskDeviceClassTest, NoMountAndOddTypesStayBoundedLabels) {
+  FakeSysfs sys;
+  EXPECT_EQ(DeviceClassOf("/anything", sys.roots()), "unknown_unknown_unknown");  // no mountinfo
+  sys.MountInfo("22 1 0:50 / / rw - " + std::string(200, 'Z') + "é.x src rw\n");
+  const std::string device_class = DeviceClassOf("/a", sys.roots());
+  EXPECT_THAT(device_class, ::testing::MatchesRegex("unknown_unknown_z+"));
+  EXPECT_LE(device_class.size(), kMaxDeviceClassLength);
 }
 
 TEST(DiskMembersTest, ReadsTheKernelsStatFields) {

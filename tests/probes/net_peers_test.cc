@@ -301,6 +301,67 @@ TEST(NetPeersFileTest, BadEditIsCountedOnceAndKeepsTheLastGoodList) {
   EXPECT_EQ(file.failures(), 1u);
 }
 
+// Issue 32: `[]` replacing a good list is a bad edit like any other (the
+// last good list kept, counted once, not valid), not a silent drop of every
+// peer; the same file is taken once the operator allows empty lists.
+TEST(NetPeersFileTest, EmptyListReplacingAGoodOneIsRefusedUnlessAllowed) {
+  test_support::TempDir dir;
+  const auto path = dir.path() / "peers.json";
+  std::ofstream(path) << R"([{"targets": ["a", "b"]}])";
+  PeersFile file;
+  ASSERT_TRUE(file.Refresh(path).error().empty());
+  EXPECT_TRUE(file.valid());
+  for (const char* empty : {"[]", R"([{"targets": []}])"}) {
+    std::ofstream(path) << empty;
+    for (int run = 0; run < 3; ++run) {
+      const auto refreshed = file.Refresh(path);
+      EXPECT_NE(refreshed.error().find("lists no targets"), std::string::npos) << refreshed.error();
+      EXPECT_NE(refreshed.error().find("keeping the last good list of 2"), std::string::npos) << refreshed.error();
+      EXPECT_NE(refreshed.error().find("probes.net.allow_empty_peers_file = true"), std::string::npos);
+      EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
+      EXPECT_FALSE(file.valid());
+    }
+  }
+  EXPECT_EQ(file.failures(), 2u);  // two versions, each once
+
+  // Allowed: the same version is judged again and taken.
+  EXPECT_TRUE(file.Refresh(path, /*allow_empty=*/true).error().empty());
+  EXPECT_TRUE(file.targets().empty());
+  EXPECT_TRUE(file.valid());
+  EXPECT_EQ(file.failures(), 2u);
+
+  std::ofstream(path) << R"([{"targets": ["c"]}])";
+  EXPECT_TRUE(file.Refresh(path).error().empty());
+  EXPECT_EQ(file.targets(), std::vector<std::string>{"c"});
+  EXPECT_TRUE(file.valid());
+}
+
+// At the first load there is no list to keep: an empty one is used (the
+// host probes nobody) but reported as not valid, once, unless allowed.
+TEST(NetPeersFileTest, EmptyListAtTheFirstLoadIsUsedButNotValid) {
+  test_support::TempDir dir;
+  const auto path = dir.path() / "peers.yaml";
+  std::ofstream(path) << "[]\n";
+  PeersFile file;
+  for (int run = 0; run < 2; ++run) {
+    const auto refreshed = file.Refresh(path);
+    EXPECT_NE(refreshed.error().find("lists no targets: this host probes no peer"), std::string::npos)
+        << refreshed.error();
+    EXPECT_TRUE(file.targets().empty());
+    EXPECT_FALSE(file.valid());
+  }
+  EXPECT_EQ(file.failures(), 1u);
+  std::ofstream(path) << "- targets: [a]\n";
+  EXPECT_TRUE(file.Refresh(path).error().empty());
+  EXPECT_TRUE(file.valid());
+
+  PeersFile allowed;
+  std::ofstream(path) << "[]\n";
+  EXPECT_TRUE(allowed.Refresh(path, /*allow_empty=*/true).error().empty());
+  EXPECT_TRUE(allowed.valid());
+  EXPECT_EQ(allowed.failures(), 0u);
+}
+
 // `- &g {targets: [h, h, ...]}` then `- *g` `aliases` times: issue 21's
 // 48 KB file that expanded to over 1 GiB.
 std::string AliasBomb(int targets, int aliases) {
@@ -372,6 +433,7 @@ TEST(NetPeersFileTest, RefusedFilesKeepTheLastGoodList) {
   EXPECT_NE(refreshed.error().find("is a FIFO"), std::string::npos) << refreshed.error();
   EXPECT_EQ(file.targets(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(file.failures(), 3u);
+  EXPECT_FALSE(file.valid());
 }
 
 }  // namespace

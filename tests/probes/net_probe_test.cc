@@ -1,18 +1,22 @@
 #include "hostperf/probes/net/net_probe.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
+#include "hostperf/probes/net/sockets.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::net {
@@ -49,10 +53,12 @@ std::size_t CountSeries(const std::vector<MetricFamily>& families) {
   return n;
 }
 
-// Series labelled with this peer, or with any peer when `peer` is empty.
+// Series labelled with this peer, or with any peer when `peer` is empty
+// (hostperf_net_self_info, about this host, not a probed peer, aside).
 std::size_t CountPeerSeries(const std::vector<MetricFamily>& families, const std::string& peer = "") {
   std::size_t n = 0;
   for (const auto& family : families) {
+    if (family.name == "hostperf_net_self_info") continue;
     for (const auto& metric : family.metric) {
       for (const auto& label : metric.label) {
         if (label.name == "peer" && (peer.empty() || label.value == peer)) n += Lines(family, metric);
@@ -100,6 +106,12 @@ class NetProbeTest : public ::testing::Test {
     deps.registry = registry_.get();
     NetProbeSeams seams;
     seams.local_addresses = [] { return std::vector<std::string>{"127.0.0.1"}; };
+    // Names of the test's own (names_), then the system's resolver.
+    seams.resolve = [this](const PeerSpec& spec) -> std::optional<std::string> {
+      if (const auto it = names_.find(spec.host); it != names_.end()) return it->second;
+      const auto address = ResolveHost(spec.host, spec.port);
+      return address ? std::optional<std::string>(address->Host()) : std::nullopt;
+    };
     seams.clock = &clock_;
     probe_ = CreateNetProbe(deps, std::move(seams));
     probe_->StartServices(config_.Section("net"));
@@ -123,6 +135,7 @@ class NetProbeTest : public ::testing::Test {
   NetProbeConfig& Net() { return config_.EditSettings<NetProbeConfig>(); }
 
   FakeWallClock clock_;
+  std::map<std::string, std::string> names_;  // host name -> address, before the system's resolver
   config::Config config_ = DefaultConfig();
   std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
   std::unique_ptr<Probe> probe_;
@@ -277,6 +290,146 @@ TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
   families = registry_->Collect();
   EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 1);
   EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerRoutedPeer);
+}
+
+// Issue 32: the entry this host found itself as, spelled as the peer label,
+// so that the mixin can join its alerts to the scrape target's name; absent
+// without one, and moved or removed with the membership.
+TEST_F(NetProbeTest, SelfInfoNamesTheEntryThisHostFoundItselfAs) {
+  const std::string self = SelfAddress();  // "127.0.0.1:<port>"
+  auto families = registry_->Collect();
+  EXPECT_FALSE(FindSeries(families, "hostperf_net_self_info", {{"peer", "localhost"}}));  // its own responder only
+
+  const std::string port = self.substr(self.rfind(':') + 1);
+  names_["db01.example"] = "127.0.0.1";  // the peers file's name for this host
+  Net().peers = {"db01.example:" + port, "127.0.0.1:1"};
+  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
+  EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1");
+  families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_self_info", {{"peer", "db01.example:" + port}}), 1);
+  const auto family = std::find_if(families.begin(), families.end(),
+                                   [](const MetricFamily& f) { return f.name == "hostperf_net_self_info"; });
+  ASSERT_NE(family, families.end());
+  EXPECT_EQ(family->metric.size(), 1u);
+
+  // Another spelling of the same host: the series follows it.
+  Net().peers = {self, "127.0.0.1:1"};
+  probe_->Run(Context(RunMode::kScheduled));
+  families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_self_info", {{"peer", self}}), 1);
+  EXPECT_FALSE(FindSeries(families, "hostperf_net_self_info", {{"peer", "db01.example:" + port}}));
+
+  // Not in the list any more: an outside observer has no self_info.
+  Net().peers = {"127.0.0.1:1"};
+  probe_->Run(Context(RunMode::kScheduled));
+  families = registry_->Collect();
+  EXPECT_FALSE(FindSeries(families, "hostperf_net_self_info", {{"peer", self}}));
+
+  // A configured self that is an entry counts as found, under that entry.
+  Net().peers = {"db02:14159", "127.0.0.1:1"};
+  Net().self = "db02:14159";
+  probe_->Run(Context(RunMode::kScheduled));
+  families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_self_info", {{"peer", "db02:14159"}}), 1);
+}
+
+// Issue 32: `[]` written over a good peers file keeps the last good list
+// (the per-peer series stay), counts once and reads as not valid; with
+// allow_empty_peers_file the empty list is taken. No peers_file: no gauge.
+TEST_F(NetProbeTest, EmptiedPeersFileKeepsTheLastGoodListUnlessAllowed) {
+  const std::string self = SelfAddress();
+  EXPECT_FALSE(FindSeries(registry_->Collect(), "hostperf_net_peers_file_valid"));
+  test_support::TempDir dir;
+  const auto path = dir.path() / "peers.json";
+  std::ofstream(path) << R"([{"targets": ["127.0.0.1:1"]}])";
+  Net().self = "prober:1";
+  Net().peers_file = path.string();
+  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1") << outcome.result.dump();
+  auto families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers_file_valid"), 1);
+
+  std::ofstream(path) << "[]";
+  for (int run = 0; run < 2; ++run) {
+    outcome = probe_->Run(Context(RunMode::kScheduled));
+    ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
+    EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1");
+    ASSERT_EQ(outcome.result["errors"].size(), 1u);
+    EXPECT_NE(outcome.result["errors"][0].get<std::string>().find("allow_empty_peers_file"), std::string::npos);
+  }
+  families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers_file_valid"), 0);
+  EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 1);
+  EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), kSeriesPerRoutedPeer);
+
+  Net().allow_empty_peers_file = true;
+  outcome = probe_->Run(Context(RunMode::kScheduled));
+  EXPECT_EQ(outcome.status, ProbeOutcome::Status::kSkipped) << outcome.result.dump();
+  families = registry_->Collect();
+  EXPECT_EQ(Gauge(families, "hostperf_net_peers_file_valid"), 1);
+  EXPECT_EQ(FindSeries(families, "hostperf_net_peers_file_errors_total")->counter.value, 1);
+  EXPECT_EQ(CountPeerSeries(families), 0u);
+
+  Net().peers_file = "";
+  probe_->Run(Context(RunMode::kScheduled));
+  EXPECT_FALSE(FindSeries(registry_->Collect(), "hostperf_net_peers_file_valid"));
+}
+
+// --config.check's warning: found by a name that resolves to a local
+// address on a responder port (as the daemon does), a configured self that
+// is an entry, or a warning that says what to check; a resolver slower than
+// the bound is a warning, not a hang.
+TEST(NetCheckSelfTest, WarnsWhenThisHostIsNotInThePeerList) {
+  NetProbeConfig net;
+  net.ports = {14159};
+  NetProbeSeams seams;
+  seams.local_addresses = [] { return std::vector<std::string>{"10.0.0.5", "127.0.0.1"}; };
+  seams.resolve = [](const PeerSpec& spec) -> std::optional<std::string> {
+    if (spec.host == "db01") return "10.0.0.5";
+    if (spec.host == "db02") return "10.0.0.6";
+    return std::nullopt;
+  };
+  EXPECT_EQ(CheckSelfInPeers(net, seams, 1s), std::nullopt);  // no list: its own responder
+
+  net.peers = {"db01", "db02"};
+  EXPECT_EQ(CheckSelfInPeers(net, seams, 1s), std::nullopt);
+  net.peers = {"db01:14160", "db02"};  // this host, but not on its responder port
+  auto warning = CheckSelfInPeers(net, seams, 1s);
+  ASSERT_TRUE(warning);
+  EXPECT_THAT(*warning, ::testing::HasSubstr("this host is not in probes.net.peers"));
+  EXPECT_THAT(*warning, ::testing::HasSubstr("10.0.0.5, 127.0.0.1"));
+  EXPECT_THAT(*warning, ::testing::HasSubstr("port 14159"));
+  EXPECT_THAT(*warning, ::testing::HasSubstr("hostperf_net_self_info"));
+
+  net.self = "db02";
+  EXPECT_EQ(CheckSelfInPeers(net, seams, 1s), std::nullopt);
+  net.self = "db03";
+  warning = CheckSelfInPeers(net, seams, 1s);
+  ASSERT_TRUE(warning);
+  EXPECT_THAT(*warning, ::testing::HasSubstr("self = \"db03\" is not an entry"));
+
+  net.self = "";
+  test_support::TempDir dir;
+  net.peers = {};
+  net.peers_file = (dir.path() / "peers.yaml").string();
+  std::ofstream(net.peers_file) << "- targets: [db02, db01]\n";
+  EXPECT_EQ(CheckSelfInPeers(net, seams, 1s), std::nullopt);
+  std::ofstream(net.peers_file) << "[]\n";
+  warning = CheckSelfInPeers(net, seams, 1s);
+  ASSERT_TRUE(warning);
+  EXPECT_THAT(*warning, ::testing::HasSubstr("lists no targets"));
+
+  std::ofstream(net.peers_file) << "- targets: [db02, db01]\n";
+  seams.resolve = [](const PeerSpec&) -> std::optional<std::string> {
+    std::this_thread::sleep_for(2s);
+    return std::nullopt;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  warning = CheckSelfInPeers(net, seams, 200ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1500ms);
+  ASSERT_TRUE(warning);
+  EXPECT_THAT(*warning, ::testing::HasSubstr("took longer than 200 ms"));
 }
 
 TEST_F(NetProbeTest, ThroughputSkipReasonsStartAtZero) {

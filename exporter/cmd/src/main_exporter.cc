@@ -22,11 +22,13 @@
 #include "hostperf/daemon/daemon.h"
 #include "hostperf/http/web_security.h"
 #include "hostperf/probes/build_info.h"
+#include "hostperf/probes/probe.h"
 
 namespace {
 
 namespace config = hostperf::config;
 namespace exporter = hostperf::exporter;
+namespace probes = hostperf::probes;
 using hostperf::Result;
 
 constexpr const char* kUsage = R"(usage: hostperf_exporter [flags]
@@ -36,7 +38,8 @@ to Prometheus.
 
 Flags:
   --config.file=PATH          TOML config file (default: the embedded defaults)
-  --config.check              validate the config, print the result and exit 0 or 1
+  --config.check              validate the config, print the result (and warnings, such as
+                              this host missing from probes.net's peers) and exit 0 or 1
   --web.listen-address=ADDR   address to listen on (default ":9580"; port 0 picks one)
   --web.telemetry-path=PATH   path of the metrics endpoint (default "/metrics")
   --web.config.file=PATH      TLS and basic auth (exporter-toolkit YAML format); re-read
@@ -274,6 +277,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (flags->Has("config.check")) {
+    // Valid but probably not what was meant: said, without failing the check.
+    for (const std::string& warning : probes::ConfigWarnings(*loaded)) {
+      std::fprintf(stderr, "%s: warning: %s\n", loaded->source.c_str(), warning.c_str());
+    }
     std::printf("%s: config OK\n", loaded->source.c_str());
     return 0;
   }

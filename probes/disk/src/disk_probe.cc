@@ -262,10 +262,12 @@ class DiskProbe final : public Probe {
                    .Name("hostperf_disk_seeks_per_second")
                    .Help("Non-contiguous block reads per second of the last SkipRead test.")
                    .Register(registry_)),
-        directory_info_(prometheus::BuildGauge()
-                            .Name("hostperf_disk_directory_info")
-                            .Help("Always 1 for each configured directory; role labels its kind of storage.")
-                            .Register(registry_)),
+        directory_info_(
+            prometheus::BuildGauge()
+                .Name("hostperf_disk_directory_info")
+                .Help("Always 1 for each configured directory; role labels its use (configured), device_class "
+                      "its storage as the probe reads it from /sys: <media>_<transport>_<filesystem>.")
+                .Register(registry_)),
         directory_success_(prometheus::BuildGauge()
                                .Name("hostperf_disk_directory_success")
                                .Help("1 if the last run of the directory succeeded, else 0 (its throughput and seek "
@@ -306,10 +308,17 @@ class DiskProbe final : public Probe {
   std::string_view Name() const override { return "disk"; }
 
   void StartServices(const config::ProbeConfig& section) override {
-    std::map<std::string, std::string> roles;  // directory -> role; none while disabled
+    // Directory -> its info labels; none while disabled. The device class is
+    // read here, once per start-up and reload, not per run: a directory's
+    // storage does not change under a running daemon.
+    std::map<std::string, prometheus::Labels> roles;
     if (section.schedule.enabled) {
       const auto& disk = dynamic_cast<const DiskProbeConfig&>(*section.settings);
-      for (const auto& path : ConfiguredDirectories(disk)) roles.emplace(path, RoleOf(disk, path));
+      for (const auto& path : ConfiguredDirectories(disk)) {
+        roles.emplace(path, prometheus::Labels{{"directory", path},
+                                               {"role", RoleOf(disk, path)},
+                                               {"device_class", DeviceClassOf(path, roots_)}});
+      }
     }
     std::lock_guard lock(series_mu_);
     if (generation_ == 0) {
@@ -332,14 +341,14 @@ class DiskProbe final : public Probe {
         it = published_.erase(it);
       }
     }
-    for (const auto& [path, role] : roles_) {
-      if (const auto next = roles.find(path); next == roles.end() || next->second != role) {
-        RemoveMetric(directory_info_, {{"directory", path}, {"role", role}});
+    for (const auto& [path, labels] : roles_) {
+      if (const auto next = roles.find(path); next == roles.end() || next->second != labels) {
+        RemoveMetric(directory_info_, labels);
       }
     }
     roles_ = std::move(roles);
-    for (const auto& [path, role] : roles_) {
-      directory_info_.Add({{"directory", path}, {"role", role}}).Set(1);
+    for (const auto& [path, labels] : roles_) {
+      directory_info_.Add(labels).Set(1);
       // The verify error counter is exposed at 0 from start-up (and every
       // reload), before any run: increase() then alerts on a bad block in the
       // very first run (a series first scraped at 1 has no increase).
@@ -1147,9 +1156,9 @@ class DiskProbe final : public Probe {
   // Guards the per-directory series against a reload removing them while a
   // run publishes (references from Family::Add are used only under it).
   mutable std::mutex series_mu_;
-  std::uint64_t generation_ = 0;              // StartServices calls so far
-  std::map<std::string, std::string> roles_;  // configured directory -> role
-  std::set<std::string> published_;           // directories that have series
+  std::uint64_t generation_ = 0;                     // StartServices calls so far
+  std::map<std::string, prometheus::Labels> roles_;  // configured directory -> its directory_info labels
+  std::set<std::string> published_;                  // directories that have series
 };
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 namespace hostperf::probes::disk {
 namespace {
@@ -223,6 +225,111 @@ Result<DirectoryStack> ResolveDirectoryStack(const fs::path& directory, const Sy
                                 (roots.sys / "dev" / "block").string()));
   }
   return ResolveDeviceStack(*device, roots);
+}
+
+namespace {
+
+// [a-z0-9_] only ("fuse.sshfs" -> "fuse_sshfs"), at most `max` characters.
+std::string LabelWord(std::string_view text, std::size_t max) {
+  std::string out;
+  for (const char c : text) {
+    if (out.size() >= max) break;
+    const auto byte = static_cast<unsigned char>(c);
+    const bool keep = (byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9');
+    const bool upper = byte >= 'A' && byte <= 'Z';
+    out += keep ? c : upper ? static_cast<char>(byte - 'A' + 'a') : '_';
+  }
+  return out.empty() ? "unknown" : out;
+}
+
+bool RamFilesystem(const std::string& type) { return type == "tmpfs" || type == "ramfs"; }
+
+struct LeafClass {
+  std::string media;
+  std::string transport;
+};
+
+// Where a disk hangs: its sysfs node's path (/sys/devices/pci.../ata1/host0/
+// target0:0:0/0:0:0:0/block/sda) names the bus. Checked from the most
+// specific (USB and SATA disks sit on a SCSI host too) to the least.
+std::string TransportOf(const SystemRoots& roots, const std::string& leaf) {
+  if (leaf.starts_with("nvme")) return "nvme";
+  if (leaf.starts_with("mmcblk")) return "mmc";
+  if (leaf.starts_with("loop")) return "loop";
+  std::error_code ec;
+  const fs::path real = fs::canonical(BlockDir(roots, leaf), ec);
+  if (ec) return "unknown";
+  std::string transport = "unknown";
+  for (const auto& part : real.lexically_relative(roots.sys)) {
+    const std::string name = part.string();
+    const auto is = [&](std::string_view prefix) {
+      return name.starts_with(prefix) && name.size() > prefix.size() &&
+             std::isdigit(static_cast<unsigned char>(name[prefix.size()]));
+    };
+    if (name == "nvme" || is("nvme")) return "nvme";
+    if (is("usb")) return "usb";
+    if (is("mmc") || name == "mmc_host") return "mmc";
+    if (is("virtio")) return "virtio";
+    if (is("ata")) return "sata";
+    if (name.starts_with("end_device-") || name.starts_with("port-")) transport = "sas";
+    if (is("host") && transport == "unknown") transport = "scsi";
+  }
+  return transport;
+}
+
+LeafClass ClassOfLeaf(const SystemRoots& roots, const std::string& leaf) {
+  // zram, and brd's ram0, ram1...: memory, whatever their queue says.
+  const bool brd = leaf.starts_with("ram") && leaf.size() > 3 && std::isdigit(static_cast<unsigned char>(leaf[3]));
+  if (leaf.starts_with("zram") || brd) return {"ram", "none"};
+  LeafClass out{"unknown", TransportOf(roots, leaf)};
+  if (out.transport == "loop") {
+    // A loop device that is a leaf has no block device below it: its file
+    // is on RAM (tmpfs) or on something sysfs cannot follow.
+    const std::string backing = FirstLine(BlockDir(roots, leaf) / "loop" / "backing_file");
+    if (const auto mount = backing.empty() ? std::nullopt : MountOf(roots, backing);
+        mount && RamFilesystem(mount->type)) {
+      out.media = "ram";
+    }
+    return out;
+  }
+  const std::string rotational = FirstLine(BlockDir(roots, leaf) / "queue" / "rotational");
+  if (rotational == "1") out.media = "hdd";
+  if (rotational == "0") out.media = "ssd";
+  return out;
+}
+
+}  // namespace
+
+std::string DeviceClassOf(const fs::path& directory, const SystemRoots& roots) {
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(fs::absolute(directory, ec), ec);
+  const auto mount = MountOf(roots, real.string());
+  if (!mount) return "unknown_unknown_unknown";
+  const std::string filesystem = LabelWord(mount->type, 16);
+  std::string media = "unknown";
+  std::string transport = "unknown";
+  if (RamFilesystem(mount->type)) {
+    media = "ram";
+    transport = "none";
+  } else if (auto stack = ResolveDirectoryStack(directory, roots)) {
+    std::set<std::string> medias;
+    std::set<std::string> transports;
+    for (const BlockMember& member : stack->members) {
+      for (const std::string& leaf : member.leaves) {
+        const LeafClass leaf_class = ClassOfLeaf(roots, leaf);
+        medias.insert(leaf_class.media);
+        transports.insert(leaf_class.transport);
+      }
+    }
+    const auto agreed = [](const std::set<std::string>& values) {
+      return values.empty() ? std::string("unknown") : values.size() == 1 ? *values.begin() : std::string("mixed");
+    };
+    media = agreed(medias);
+    transport = agreed(transports);
+  }
+  std::string label = media + "_" + transport + "_" + filesystem;
+  if (label.size() > kMaxDeviceClassLength) label.resize(kMaxDeviceClassLength);
+  return label;
 }
 
 std::optional<DeviceCounters> ReadDeviceCounters(const std::string& device, const SystemRoots& roots) {

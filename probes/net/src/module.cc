@@ -38,6 +38,7 @@ void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   schema.String("secret_file", &net.secret_file);
   schema.StringList("peers", &net.peers);
   schema.String("peers_file", &net.peers_file);
+  schema.Bool("allow_empty_peers_file", &net.allow_empty_peers_file);
   schema.String("self", &net.self);
   schema.Uint("observers", &net.observers, 1, 1000);
   schema.Uint("max_peers_per_cycle", &net.max_peers_per_cycle, 1, 10000);
@@ -50,6 +51,15 @@ void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   schema.Uint("max_connections", &net.max_connections, 1, 100000);
   schema.Uint("rate_limit", &net.rate_limit, 1, 10000000);
   // clang-format on
+}
+
+// How long --config.check waits for the peers' names to resolve.
+constexpr std::chrono::seconds kSelfCheckBound{5};
+
+std::vector<std::string> ConfigWarnings(const config::ProbeConfig& section) {
+  const auto& net = dynamic_cast<const NetProbeConfig&>(*section.settings);
+  if (auto warning = CheckSelfInPeers(net, {}, kSelfCheckBound)) return {std::move(*warning)};
+  return {};
 }
 
 config::SectionSchema Section() {
@@ -250,6 +260,7 @@ const ProbeModule kModule = {
                 &Command, "vnetperf"},
     .failure_reasons = {"no_secret", "responder_down", "all_peers_down"},
     .skip_reasons = {"no_peers"},
+    .config_warnings = &ConfigWarnings,
 };
 
 }  // namespace hostperf::probes::net

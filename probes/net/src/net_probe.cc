@@ -1,6 +1,7 @@
 #include "hostperf/probes/net/net_probe.h"
 
 #include <arpa/inet.h>
+#include <fmt/ranges.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <prometheus/counter.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <thread>
 #include <utility>
 
 #include "hostperf/base/files.h"
@@ -111,6 +114,23 @@ std::vector<std::string> InterfaceAddresses() {
   }
   ::freeifaddrs(list);
   return addresses;
+}
+
+// A member's address as the daemon finds itself among the members: numeric,
+// no port; nullopt when the name does not resolve.
+std::optional<std::string> ResolveMember(const PeerSpec& spec) {
+  auto address = ResolveHost(spec.host, spec.port);
+  return address ? std::optional<std::string>(address->Host()) : std::nullopt;
+}
+
+// This host's addresses as FindSelf compares them: the interfaces', plus a
+// responder bound to one address (127.0.0.2, a service address), which is
+// this host at that address too although no interface lists it.
+std::vector<std::string> SelfAddresses(const std::function<std::vector<std::string>()>& interfaces,
+                                       const std::string& bind_address) {
+  std::vector<std::string> local = interfaces();
+  if (auto bound = ParseNumericAddress(bind_address, 0)) local.push_back(bound->Host());
+  return local;
 }
 
 // A TCP burst below this share of what it should reach (its rate cap, or the
@@ -379,6 +399,7 @@ class NetProbe final : public Probe, private ResponderObserver {
  public:
   NetProbe(const ProbeDeps& deps, NetProbeSeams seams)
       : local_addresses_(seams.local_addresses ? std::move(seams.local_addresses) : InterfaceAddresses),
+        resolve_(seams.resolve ? std::move(seams.resolve) : ResolveMember),
         route_(seams.route_interface ? std::move(seams.route_interface) : NetlinkRouteInterface),
         roots_(deps.roots),
         clock_(seams.clock != nullptr ? seams.clock : &real_clock_),
@@ -417,10 +438,22 @@ class NetProbe final : public Probe, private ResponderObserver {
         last_probe_(Family(prometheus::BuildGauge(), "hostperf_net_peer_last_probe_timestamp_seconds",
                            "Unix time of the last scheduled ping run that included the peer.", registry_)),
         peers_file_errors_(Family(prometheus::BuildCounter(), "hostperf_net_peers_file_errors_total",
-                                  "Versions of probes.net.peers_file that could not be read or parsed (the last good "
+                                  "Versions of probes.net.peers_file that could not be read or parsed, or that "
+                                  "emptied a non-empty list without probes.net.allow_empty_peers_file (the last good "
                                   "list stays in use).",
                                   registry_)
                                .Add({})),
+        peers_file_valid_(Family(prometheus::BuildGauge(), "hostperf_net_peers_file_valid",
+                                 "1 when probes.net.peers_file's current version is the list in use, 0 when it was "
+                                 "refused (unreadable, unparsable, or an empty list not allowed) and the last good "
+                                 "list, if any, is in use. Absent without a peers_file.",
+                                 registry_)),
+        self_info_(Family(prometheus::BuildGauge(), "hostperf_net_self_info",
+                          "1, with peer = the entry of peers/peers_file this host found itself as (spelled as the "
+                          "peer label of the per-peer series). Absent when it is not in the list. The mixin joins it "
+                          "to the scrape target so that every alert names one host, whatever the peers file and the "
+                          "scrape config call it.",
+                          registry_)),
         requests_(Family(prometheus::BuildCounter(), "hostperf_net_responder_requests_total",
                          "Authenticated requests the peer responder answered, by message type.", registry_)),
         dropped_(Family(prometheus::BuildCounter(), "hostperf_net_responder_dropped_total",
@@ -586,7 +619,9 @@ class NetProbe final : public Probe, private ResponderObserver {
     const std::uint16_t port = DefaultPort(net);
     std::vector<std::string> entries = net.peers;
     if (!net.peers_file.empty()) {
-      if (auto refreshed = peers_file_.Refresh(net.peers_file); !refreshed) errors->push_back(refreshed.error());
+      if (auto refreshed = peers_file_.Refresh(net.peers_file, net.allow_empty_peers_file); !refreshed) {
+        errors->push_back(refreshed.error());
+      }
       const auto& targets = peers_file_.targets();
       entries.insert(entries.end(), targets.begin(), targets.end());
     }
@@ -631,6 +666,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     }
     peers_file_errors_.Increment(static_cast<double>(peers_file_.failures() - peers_file_failures_seen_));
     peers_file_failures_seen_ = peers_file_.failures();
+    PublishPeersFileValid(net.peers_file.empty() ? std::nullopt : std::optional<bool>(peers_file_.valid()));
 
     std::vector<PeerSpec> chosen = all;  // the own responder, when nothing is configured
     std::size_t observers = 0;
@@ -647,6 +683,9 @@ class NetProbe final : public Probe, private ResponderObserver {
         chosen.resize(net.max_peers_per_cycle);  // the highest-scoring ones: stable under the cap too
       }
       observers = std::min<std::size_t>(net.observers, all.empty() ? 0 : all.size() - 1);
+      PublishSelf(assignment.self_is_member ? std::optional<std::string>(assignment.self) : std::nullopt);
+    } else {
+      PublishSelf(std::nullopt);
     }
     peers_.Add({{"set", "known"}}).Set(static_cast<double>(all.size()));
     peers_.Add({{"set", "probed"}}).Set(static_cast<double>(chosen.size()));
@@ -762,15 +801,8 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (!net.self.empty()) {
       a.self = net.self;
     } else {
-      std::vector<std::string> local = local_addresses_();
-      // A responder bound to one address (127.0.0.2, a service address) is
-      // this host at that address too, although no interface lists it.
-      if (auto bound = ParseNumericAddress(net.bind_address, 0)) local.push_back(bound->Host());
-      const auto resolve = [](const PeerSpec& spec) -> std::optional<std::string> {
-        auto address = ResolveHost(spec.host, spec.port);
-        return address ? std::optional<std::string>(address->Host()) : std::nullopt;
-      };
-      a.self = FindSelf(members, ports, local, resolve).value_or(SelfName(net, DefaultPort(net)));
+      const std::vector<std::string> local = SelfAddresses(local_addresses_, net.bind_address);
+      a.self = FindSelf(members, ports, local, resolve_).value_or(SelfName(net, DefaultPort(net)));
     }
     a.self_is_member = std::any_of(members.begin(), members.end(), [&](const PeerSpec& m) { return m.name == a.self; });
     a.observed = ObservedTargets(a.self, members, net.observers);
@@ -779,6 +811,27 @@ class NetProbe final : public Probe, private ResponderObserver {
                  members.size(), net.observers);
     assignment_ = std::move(a);
     return *assignment_;
+  }
+
+  // hostperf_net_self_info: one series, for the entry this host is (none
+  // outside the list). Runs never overlap: no lock needed.
+  void PublishSelf(const std::optional<std::string>& self) {
+    if (self == self_info_peer_) return;
+    if (self_info_peer_) {
+      const prometheus::Labels old = {{"peer", *self_info_peer_}};
+      if (self_info_.Has(old)) self_info_.Remove(&self_info_.Add(old));
+    }
+    if (self) self_info_.Add({{"peer", *self}}).Set(1);
+    self_info_peer_ = self;
+  }
+
+  // hostperf_net_peers_file_valid: absent (nullopt) without a peers_file.
+  void PublishPeersFileValid(std::optional<bool> valid) {
+    if (!valid) {
+      if (peers_file_valid_.Has({})) peers_file_valid_.Remove(&peers_file_valid_.Add({}));
+      return;
+    }
+    peers_file_valid_.Add({}).Set(*valid ? 1 : 0);
   }
 
   // Removes every series of the peers that left the probed set. References
@@ -1235,6 +1288,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   std::function<std::vector<std::string>()> local_addresses_;
+  std::function<std::optional<std::string>(const PeerSpec&)> resolve_;
   RouteLookup route_;
   SystemRoots roots_;
   hostperf::RealClock real_clock_;
@@ -1256,6 +1310,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   prometheus::Family<prometheus::Gauge>& peers_;
   prometheus::Family<prometheus::Gauge>& last_probe_;
   prometheus::Counter& peers_file_errors_;
+  prometheus::Family<prometheus::Gauge>& peers_file_valid_;
+  prometheus::Family<prometheus::Gauge>& self_info_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& dropped_;
   prometheus::Gauge& responder_up_;
@@ -1288,7 +1344,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   std::uint64_t peers_file_failures_seen_ = 0;
   std::vector<std::string> last_errors_;
   std::optional<Assignment> assignment_;
-  std::set<std::string> series_peers_;  // peers that may have series
+  std::optional<std::string> self_info_peer_;  // the peer of hostperf_net_self_info's series
+  std::set<std::string> series_peers_;         // peers that may have series
   std::size_t next_throughput_peer_ = 0;
   bool next_is_udp_ = false;
 };
@@ -1361,6 +1418,85 @@ Result<NetOptions> ParseNetOptions(const json& options, std::optional<std::chron
 Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const json& options,
                                                                   std::optional<std::chrono::nanoseconds> duration) {
   return ShareOptions(ParseNetOptions(options, duration));
+}
+
+std::optional<std::string> CheckSelfInPeers(const NetProbeConfig& net, const NetProbeSeams& seams,
+                                            std::chrono::milliseconds bound) {
+  if (net.peers.empty() && net.peers_file.empty()) return std::nullopt;  // its own responder: nothing to find
+  const std::uint16_t default_port = net.ports.empty() ? 14159 : net.ports.front();
+  std::vector<std::string> entries = net.peers;
+  if (!net.peers_file.empty()) {
+    PeersFile file;
+    if (auto read = file.Refresh(net.peers_file, net.allow_empty_peers_file); !read) {
+      return "cannot tell whether this host is in the peer list: " + read.error();
+    }
+    entries.insert(entries.end(), file.targets().begin(), file.targets().end());
+  }
+  std::vector<PeerSpec> members;
+  for (const std::string& entry : entries) {
+    if (auto spec = ParsePeerSpec(entry, default_port)) members.push_back(std::move(spec).value());
+  }
+  const std::string where = net.peers_file.empty() ? "probes.net.peers" : "peers/peers_file (" + net.peers_file + ")";
+  if (!net.self.empty()) {
+    if (std::any_of(members.begin(), members.end(), [&](const PeerSpec& m) { return m.name == net.self; })) {
+      return std::nullopt;
+    }
+    return "self = \"" + net.self + "\" is not an entry of " + where +
+           ": this host probes as an outside observer and publishes no hostperf_net_self_info, so alerts about it "
+           "cannot carry its scrape target's name; check that self is spelled exactly as its entry";
+  }
+  std::vector<std::uint16_t> ports;
+  for (const std::uint16_t port : net.ports) {
+    if (port != 0) ports.push_back(port);
+  }
+  const std::vector<std::string> local =
+      SelfAddresses(seams.local_addresses ? seams.local_addresses : InterfaceAddresses, net.bind_address);
+  // Resolution may hang on a dead DNS server: done on a thread that is left
+  // behind when it outlasts `bound` (the check exits right after).
+  struct Search {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::optional<std::string> self;
+  };
+  auto search = std::make_shared<Search>();
+  std::thread([search, members, ports, local, resolve = seams.resolve ? seams.resolve : ResolveMember] {
+    auto self = FindSelf(members, ports, local, resolve);
+    std::lock_guard lock(search->mu);
+    search->self = std::move(self);
+    search->done = true;
+    search->done_cv.notify_all();
+  }).detach();
+  std::unique_lock lock(search->mu);
+  if (!search->done_cv.wait_for(lock, bound, [&] { return search->done; })) {
+    return fmt::format(
+        "cannot tell whether this host is in the peer list: resolving its {} entries took longer than {} ms; check "
+        "the resolver (/etc/resolv.conf, /etc/hosts) or list the peers by address",
+        members.size(), bound.count());
+  }
+  if (search->self) return std::nullopt;
+  std::string ports_text;
+  for (const std::uint16_t port : ports) ports_text += (ports_text.empty() ? "" : ",") + std::to_string(port);
+  // A few addresses to compare with the list, not every link-local one of
+  // every veth on a container host.
+  constexpr std::size_t kShownAddresses = 6;
+  std::vector<std::string> shown;
+  std::size_t hidden = 0;
+  for (const std::string& address : local) {
+    if (address.starts_with("fe80:") || shown.size() >= kShownAddresses) {
+      ++hidden;
+    } else {
+      shown.push_back(address);
+    }
+  }
+  std::string addresses = fmt::format("{}", fmt::join(shown, ", "));
+  if (hidden > 0) addresses += fmt::format(" and {} more", hidden);
+  return fmt::format(
+      "this host is not in {}: none of its {} entries resolves to one of this host's addresses on port {}, so it "
+      "probes as an outside observer and publishes no hostperf_net_self_info (its alerts cannot be joined to its "
+      "scrape target). Check that the list names this host by a name that resolves here or by one of its addresses "
+      "({}), with the responder port, or set probes.net.self to its entry",
+      where, members.size(), ports_text.empty() ? "(ephemeral)" : ports_text, addresses);
 }
 
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) {

@@ -196,41 +196,62 @@ Result<std::vector<std::string>> ParseFileSd(std::string_view content, const std
   return TargetsFromYaml(content);
 }
 
-Result<void> PeersFile::Refresh(const std::filesystem::path& path) {
+Result<void> PeersFile::Refresh(const std::filesystem::path& path, bool allow_empty) {
   if (path != path_) {
     path_ = path;
     good_.reset();
     bad_.reset();
     targets_.clear();
+    valid_ = false;
+  }
+  if (allow_empty != allow_empty_) {
+    // The same version may now be judged otherwise: read it again.
+    allow_empty_ = allow_empty;
+    good_.reset();
+    bad_.reset();
   }
   FileVersion version;  // all zero: the file is absent or cannot be stat'ed
   std::string error;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    error = "cannot read peers file " + path.string() + ": " + std::strerror(errno);
+    error = "cannot read peers file " + path.string() + ": " + std::strerror(errno) + " (keeping the last good list)";
   } else {
     const auto ns = [](const timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
     version = {ns(st.st_mtim), ns(st.st_ctim), static_cast<std::uint64_t>(st.st_size),
                static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_dev)};
-    if (good_ && *good_ == version) return {};
     if (bad_ && *bad_ == version) return Failure{kInvalidReason, bad_error_};
+    if (good_ && *good_ == version) return {};
     // Regular files of at most kMaxPeersFileBytes only: never blocks on a FIFO.
     const auto content = ReadBoundedFile(path, "peers file", kMaxPeersFileBytes);
     if (!content) {
-      error = content.error();
-    } else if (auto targets = ParseFileSd(*content, path.string())) {
+      error = content.error() + " (keeping the last good list)";
+    } else if (auto targets = ParseFileSd(*content, path.string()); !targets) {
+      error = "peers file " + path.string() + ": " + targets.error() + " (keeping the last good list)";
+    } else if (targets->empty() && !allow_empty && !targets_.empty()) {
+      error = "peers file " + path.string() + " lists no targets: refused, keeping the last good list of " +
+              std::to_string(targets_.size()) +
+              " (set probes.net.allow_empty_peers_file = true if an empty list is intended)";
+    } else if (targets->empty() && !allow_empty) {
+      // The first load (or after an empty one): no list to keep. Used, so
+      // that this host still serves as a responder, but not valid.
+      good_ = version;
+      targets_.clear();
+      error = "peers file " + path.string() +
+              " lists no targets: this host probes no peer (set probes.net.allow_empty_peers_file = true if an "
+              "empty list is intended)";
+    } else {
       good_ = version;
       bad_.reset();
       targets_ = std::move(targets).value();
+      valid_ = true;
       return {};
-    } else {
-      error = "peers file " + path.string() + ": " + targets.error();
     }
   }
+  valid_ = false;
   if (!bad_ || *bad_ != version) {
     ++failures_;
     bad_ = version;
-    bad_error_ = error + " (keeping the last good list)";
+    bad_error_ = std::move(error);
   }
   return Failure{kInvalidReason, bad_error_};
 }

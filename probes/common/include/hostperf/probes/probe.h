@@ -213,6 +213,11 @@ struct ProbeModule {
   // still counts from its first use.
   std::vector<std::string_view> failure_reasons = {};
   std::vector<std::string_view> skip_reasons = {};
+  // `--config.check`: what looks wrong in an enabled [probes.<name>] section
+  // although it is valid (one line each; the check still passes). May look
+  // at the host (files, addresses, name resolution) within a few seconds.
+  // Null: nothing to say.
+  std::vector<std::string> (*config_warnings)(const config::ProbeConfig& section) = nullptr;
 };
 
 // Every probe: the built-in ones, one line each in probes/registry.cc, then
@@ -245,6 +250,10 @@ RunContext MakeRunContext(const config::Config& config, std::string_view probe, 
 
 // The names of every registered probe, "cpu, disk, ..." (for messages).
 std::string KnownProbeNames();
+
+// The config check's warnings of every enabled probe, "probes.<name>: ..."
+// (see ProbeModule::config_warnings).
+std::vector<std::string> ConfigWarnings(const config::Config& config);
 
 // The headline figures of a probe's result (none for unknown probes).
 std::vector<Figure> HeadlineFigures(std::string_view probe, const nlohmann::json& result);

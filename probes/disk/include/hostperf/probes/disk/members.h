@@ -54,6 +54,23 @@ Result<DirectoryStack> ResolveDirectoryStack(const std::filesystem::path& direct
 // for tests with fixture trees.
 DirectoryStack ResolveDeviceStack(const std::string& device, const SystemRoots& roots);
 
+// What kind of storage holds `directory`, as a label value the fleet
+// comparison groups by (like is compared with like without any config):
+// "<media>_<transport>_<filesystem>", e.g. "ssd_nvme_ext4", "hdd_sata_xfs",
+// "ram_none_tmpfs". Read from <proc>/self/mountinfo (the file system type
+// and device) and sysfs below <sys>, through the same stack resolution as
+// the members (ResolveDirectoryStack): the physical disks at the bottom of
+// the stack decide, and when they disagree (an md array of an SSD and an
+// HDD) that part is "mixed".
+//   media: hdd (queue/rotational 1), ssd (0), ram (zram, brd, tmpfs, a loop
+//     file on tmpfs), mixed, unknown;
+//   transport: nvme, sata, sas, scsi, virtio, usb, mmc, loop (a loop file),
+//     none (RAM), mixed, unknown (from the disk's sysfs path);
+//   filesystem: the mount's type, "unknown" when no mount holds it.
+// Only [a-z0-9_], at most kMaxDeviceClassLength characters.
+inline constexpr std::size_t kMaxDeviceClassLength = 48;
+std::string DeviceClassOf(const std::filesystem::path& directory, const SystemRoots& roots);
+
 // A device's counters from <sys>/class/block/<device>/stat.
 struct DeviceCounters {
   std::uint64_t read_ops = 0;

@@ -21,6 +21,9 @@ struct NetProbeConfig : config::ProbeSection {
   std::string secret_file;
   std::vector<std::string> peers;
   std::string peers_file;
+  // An empty peers_file list replacing a non-empty one is refused as a bad
+  // edit (the last good list is kept) unless this is true.
+  bool allow_empty_peers_file = false;
   // This host's entry in the peer list; empty: found by address and port.
   std::string self;
   // Observers per target (target-centric rendezvous over the membership).

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "hostperf/base/clock.h"
+#include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::probes::net {
+
+struct NetProbeConfig;  // module.h
 
 // The network probe (vnetperf as a probe) and its peer responder, which the
 // daemon starts through Probe::StartServices.
@@ -37,8 +40,20 @@ struct NetProbeSeams {
   // The interface toward an address (numeric), for the probe's attribution
   // and the responder's MTU. Default: rtnetlink (NetlinkRouteInterface).
   std::function<Result<std::string>(const std::string& address)> route_interface;
+  // A member's address (numeric, no port; nullopt when it does not resolve),
+  // to find this host among the members. Default: getaddrinfo.
+  std::function<std::optional<std::string>(const PeerSpec&)> resolve;
 };
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps, NetProbeSeams seams);
+
+// `--config.check`: whether this host finds itself in probes.net's peers and
+// peers_file as the daemon does (net.self, else the member at one of its
+// addresses on a responder port). A warning line saying what the operator
+// should check, or nullopt when the host is found or no list is configured.
+// Name resolution is given at most `bound` in all (a slow resolver is a
+// warning too, never a hang).
+std::optional<std::string> CheckSelfInPeers(const NetProbeConfig& net, const NetProbeSeams& seams,
+                                            std::chrono::milliseconds bound);
 
 // The tests a full run knows, in vnetperf's order.
 const std::vector<std::string>& FullRunTests();

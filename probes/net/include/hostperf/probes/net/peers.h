@@ -47,16 +47,29 @@ struct FileVersion {
 // The file_sd file, re-read only when its version (modification time, size,
 // inode) changes. A file that becomes unreadable or invalid keeps the last
 // good list, as Prometheus' file_sd does.
+//
+// An empty list (`[]`, or groups without targets) is valid file_sd but, on a
+// fleet, almost always a mistake of the tool that writes the file: every host
+// would silently stop probing its peers at once. Unless `allow_empty`, an
+// empty list that replaces a non-empty one is refused like a bad edit (the
+// last good list is kept, the version counted once). With no good list
+// before (the first load), there is nothing to keep: the empty list is used,
+// but still counted and reported as not valid, so that a fleet started with
+// an empty file is one signal rather than silence.
 class PeersFile {
  public:
-  // Re-reads `path` if it changed; a failure leaves targets() as they were.
-  // Fails on every call while the file is bad; failures() counts each bad
-  // version once.
-  Result<void> Refresh(const std::filesystem::path& path);
+  // Re-reads `path` if it changed (or `allow_empty` did); a failure leaves
+  // targets() as they were. Fails on every call while the file is bad;
+  // failures() counts each bad version once.
+  Result<void> Refresh(const std::filesystem::path& path, bool allow_empty = false);
   // The last good list.
   const std::vector<std::string>& targets() const { return targets_; }
   // Versions of the file (or of its absence) that could not be used.
   std::uint64_t failures() const { return failures_; }
+  // True when targets() come from the file's current version; false when it
+  // was refused (or was an empty list not allowed) and an older list, or
+  // none, is in use.
+  bool valid() const { return valid_; }
 
  private:
   std::filesystem::path path_;
@@ -65,6 +78,8 @@ class PeersFile {
   std::string bad_error_;
   std::uint64_t failures_ = 0;
   std::vector<std::string> targets_;
+  bool allow_empty_ = false;
+  bool valid_ = false;
 };
 
 // Rendezvous (highest-random-weight) score of a pair; the first argument
