@@ -1,5 +1,5 @@
-// The mixin's settings. Override any field with `_config+:: {...}` (see the
-// README, "Using the mixin"). The dashboards import this file too: the field
+// The mixin's settings. Override any field with `_config+:: {...}` (see
+// docs/mixin.md, "Using the mixin"). The dashboards import this file too: the field
 // names are a contract, keep them stable.
 {
   _config+:: {
@@ -20,6 +20,15 @@
     hostFromInstanceRegex: '(.+):[0-9]+',
     // The observer's host on per-link alerts.
     observerLabel: 'observer',
+    // The scrape targets that must be up (HostperfExporterDown) and whose
+    // `instance` is a host's canonical name (the host label of every alert):
+    // label matchers without braces, on Prometheus' `up`.
+    exporterSelector: 'job="hostperf"',
+    // Topology: the scrape targets' rack label (file_sd labels). Per-link
+    // series carry the target's rack as rackLabel and the observer's as
+    // observer_<rackLabel>; HostperfNetRackPairDegraded names rack pairs.
+    // Targets without it form one rack-less group (no rack-pair alerts).
+    rackLabel: 'rack',
 
     // %s is the alert name in lower case (the section anchor in docs/runbooks.md).
     runbookURLPattern: 'https://github.com/hostperf/hostperf/blob/main/docs/runbooks.md#%s',
@@ -43,17 +52,44 @@
     minObservers: 2,  // a host-level network alert needs at least this many observers agreeing
     fleetRatio: 0.7,  // disk: below 70 % of the fleet median (gpcheckperf: 365 / 620)
     fleetMinHosts: 3,  // a fleet comparison needs at least this many hosts
+    // A (fleet, role, device_class, test) group of 2 .. fleetMinHosts-1 hosts
+    // compares each directory with the fastest of the group (with 2 hosts:
+    // its only peer), below fleetRatio; a lone host has its own baseline only.
+    // HostperfDiskClusterSlowerThanBaseline: at least this share of a group's
+    // hosts (and fleetMinHosts) below baselineRatio.disk of their own baseline
+    // is one cluster-wide fault; their host alerts are suppressed.
+    clusterShare: 0.5,
+    // HostperfSidecarOverBudget: what the sidecar promises (docs/operator-guide.md,
+    // "Impact budget"; docs/benchmarks.md). The whole process's CPU over sidecarWindow:
+    // measured 0.5 % of one core at the defaults, the probes capped at 1 %
+    // (budget.cpu_seconds_per_hour = 36 s); 2 % leaves room for scrapes and
+    // the responder. Resident memory: its minimum over sidecarWindow (STREAM's
+    // arrays, probes.memory.memory_budget, come and go with each run): 17 MiB
+    // measured, 20 MiB the target. A budget counts as spent at this share of
+    // its limit (a disk run or burst that does not fit is skipped, so the
+    // bytes used stay just below the limit).
+    sidecarCpuMaxCores: 0.02,
+    sidecarMemoryMaxBytes: 64 * 1048576,
+    sidecarBudgetFullRatio: 0.9,
     baselineRatio: { disk: 0.7, memory: 0.8, cpu: 1.2 },  // cpu: CPU time ratio above
     cpuFleetRatio: 1.2,
     cpuLowLoadMedianSeconds: 200e-6,  // vcpuperf
     cpuThrottleRatio: 2,
     cpuCoreOutlierRatio: 1.5,  // probes.cpu.core_outlier_ratio's default (the exporter names the core)
     probeStaleIntervals: 3,
+    // HostperfExporterDown also fires for a target up less than this share of
+    // flapWindow's scrapes that went down and up again at least twice.
+    exporterFlapUpRatio: 0.9,
 
     // --- time windows: every range and `for:` of the rules. A simulation with
     // accelerated probes overrides only these. --------------------------------
     rateWindow: '5m',  // RTT histograms per link
     lossWindow: '10m',  // UDP ping loss per link
+    // A host unreachable at least twice within this window (three changes of
+    // hostperf_host:net_unreachable:bool) while most observers lose pings is
+    // flapping; a host unreachable at any evaluation in it raises no loss
+    // alert (its loss is the outage's). At least twice lossWindow.
+    flapWindow: '30m',
     // HostperfNetInterfaceErrors: interface error counters that grew during
     // the probe's own bursts over this window. rx_dropped is left out: an
     // inactive bond member and unknown protocols count into it on healthy hosts.
@@ -64,11 +100,11 @@
     baselineWindow: '7d',  // a host's own baseline (median)
     latencyWindow: '1h',  // disk op-latency p99
     errorWindow: '1h',  // integrity error counters
-    exporterSeenWindow: '1d',  // a target that served hostperf metrics this recently
     forExporterDown: '5m',
     forShort: '5m',  // net host-level, clock skew, config reload
     forMedium: '15m',  // link alerts, CPU throttling, full-run figures
     forLong: '30m',  // CPU baseline / fleet, throughput low
     forVeryLong: '1h',  // disk and memory regressions, disk fleet
+    sidecarWindow: '1h',  // the sidecar's CPU share and resident memory floor
   },
 }

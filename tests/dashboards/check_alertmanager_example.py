@@ -9,7 +9,12 @@ says (promtool cannot test inhibition).
   - HostperfNetHostDegraded{host=y} suppresses the link alerts into y, not the
     link alerts into a healthy host;
   - HostperfDiskSlowerThanFleet suppresses HostperfDiskSlowerThanBaseline of the
-    same host, directory and test.
+    same host, directory and test;
+  - HostperfNetRackPairDegraded{rack=r1, peer_rack=r2} suppresses the link
+    alerts into rack r1 observed from rack r2, not a link from another rack
+    (r3) into r1, nor the same pair in another cluster;
+  - grouping by (alertname, cluster): two hosts of one cluster with the same
+    alert are one group (one notification), another cluster is another.
 
 Usage: check_alertmanager_example.py --work DIR [--alertmanager BIN]
 """
@@ -48,7 +53,23 @@ ALERTS = [
       "directory": "/data", "test": "Read", "role": "data"}, "suppressed"),
     ({"alertname": "HostperfDiskSlowerThanBaseline", "severity": "warning", "cluster": "c1", "host": "d",
       "directory": "/data", "test": "Write", "role": "data"}, "active"),
+    ({"alertname": "HostperfNetRackPairDegraded", "severity": "warning", "cluster": "c1", "rack": "r1",
+      "peer_rack": "r2"}, "active"),
+    ({"alertname": "HostperfNetLinkDegraded", "severity": "info", "signal": "loss", "cluster": "c1", "host": "p",
+      "rack": "r1", "observer": "q", "peer_rack": "r2", "instance": "q:9580", "peer": "p:14159", "job": "hostperf"},
+     "suppressed"),
+    ({"alertname": "HostperfNetLinkDegraded", "severity": "info", "signal": "loss", "cluster": "c1", "host": "p",
+      "rack": "r1", "observer": "v", "peer_rack": "r3", "instance": "v:9580", "peer": "p:14159", "job": "hostperf"},
+     "active"),
+    ({"alertname": "HostperfNetLinkDegraded", "severity": "info", "signal": "loss", "cluster": "c2", "host": "p",
+      "rack": "r1", "observer": "q", "peer_rack": "r2", "instance": "q:9580", "peer": "p:14159", "job": "hostperf"},
+     "active"),
+    ({"alertname": "HostperfNetHostDegraded", "severity": "warning", "signal": "rtt", "cluster": "c1", "host": "y2"},
+     "active"),
 ]
+# (alertname, cluster) -> number of alerts in that Alertmanager group (inhibited ones included)
+GROUPS = {("HostperfNetHostDegraded", "c1"): 2, ("HostperfNetHostUnreachable", "c2"): 1,
+          ("HostperfNetLinkDegraded", "c1"): 4}
 
 
 def request(url, body=None):
@@ -99,6 +120,17 @@ def main():
             print(f"FAIL: {labels['alertname']} {labels}: {have}, expected {want}", file=sys.stderr)
         if wrong:
             return 1
+        groups = {}
+        for g in json.loads(request(base + "/api/v2/alerts/groups")):
+            key = (g["labels"].get("alertname"), g["labels"].get("cluster"))
+            if key in groups:
+                print(f"FAIL: two groups for {key}: grouping is not by (alertname, cluster)", file=sys.stderr)
+                return 1
+            groups[key] = len(g["alerts"])
+        for key, count in GROUPS.items():
+            if groups.get(key) != count:
+                print(f"FAIL: group {key} holds {groups.get(key)} alerts, expected {count}", file=sys.stderr)
+                return 1
         print(f"ok: {len(ALERTS)} alerts, inhibited as documented by {CONFIG.relative_to(ROOT)}")
         return 0
     finally:

@@ -180,14 +180,19 @@ def semantics_tests():
     def sample(labels, value):
         return {"labels": "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}", "value": value}
 
-    # Exporters up: a (stopped after 3 minutes: hostperf_build_info goes stale, `up` reads 0) stays listed
-    # as 0; b is up; n is a target that never served hostperf and is not listed.
-    a, b, n = ({"instance": i, "job": "hostperf", "cluster": "c1"} for i in ("a:9580", "b:9580", "n:9100"))
+    # Exporters up: every target of the exporterSelector (job="hostperf"), with no look-back that a long
+    # outage outlasts. a (stopped after 3 minutes: hostperf_build_info goes stale, `up` reads 0) stays
+    # listed as 0; b is up; f never served hostperf (a new host that failed to start) and is listed as 0;
+    # n is another job's target (node_exporter) and is not listed.
+    a, b, f = ({"instance": i, "job": "hostperf", "cluster": "c1"} for i in ("a:9580", "b:9580", "f:9580"))
+    n = {"instance": "n:9100", "job": "node", "cluster": "c1"}
     exporters = {"interval": "1m", "input_series": [
         series("up", a, "1 1 1 0 0 0 0 0 0 0"), series("hostperf_build_info", a, "1 1 1 stale"),
-        series("up", b, "1x10"), series("hostperf_build_info", b, "1x10"), series("up", n, "1x10")],
+        series("up", b, "1x10"), series("hostperf_build_info", b, "1x10"), series("up", f, "0x10"),
+        series("up", n, "1x10")],
         "promql_expr_test": [{"expr": panel_expr("hostperf-overview", "Exporters up"), "eval_time": "8m",
-                              "exp_samples": [sample({**a, "__name__": "up"}, 0), sample({**b, "__name__": "up"}, 1)]}]}
+                              "exp_samples": [sample({**a, "__name__": "up"}, 0), sample({**b, "__name__": "up"}, 1),
+                                              sample({**f, "__name__": "up"}, 0)]}]}
 
     # Scheduled TCP bursts against their cap (32 MiB/s): a 16 MiB/s burst is half of it, whatever 100 MB/s says.
     cap = {"interval": "1m", "input_series": [

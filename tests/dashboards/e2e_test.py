@@ -207,6 +207,8 @@ ABSENT_HERE = {
     "hostperf_disk_member_service_ratio": "arrays of two or more devices only; the test's directory is on one disk",
     "hostperf_disk_member_seconds_per_op": "needs 8 device operations in a run; the test's runs write 4 MB",
     "hostperf_net_interface_speed_bytes_per_second": "the only peer is over loopback, which has no link speed",
+    "hostperf_net_peers_file_valid": "served only with a peers_file; the test's net probe has none",
+    "hostperf_net_self_info": "served when the host finds itself in a peer list; the test's net probe has none",
 }
 
 # Families the kernel may not back (VMs): absent, never 0, where the daemon

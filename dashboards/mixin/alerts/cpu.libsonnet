@@ -5,6 +5,8 @@ local p = import '../lib/promql.libsonnet';
     local m(name, matchers='') = p.metric(c, name, matchers),
     local a = function(name, expr, severity, summary, description, forDur=null, labels={})
       p.alert(c, name, expr, severity, summary, description, forDur, labels),
+    // The documented defaults: vcpuperf is named only while its figure is the threshold.
+    local d = (import '../config.libsonnet')._config,
     groups+: [{
       name: 'hostperf-cpu',
       rules: [
@@ -13,7 +15,11 @@ local p = import '../lib/promql.libsonnet';
         a('HostperfCpuLowLoadThrottling',
           p.hostLabels(c, '%s > %g' % [m('hostperf_cpu_task_median_seconds', 'load="low"'), c.cpuLowLoadMedianSeconds]),
           'warning', 'CPU low-load throttling on {{ $labels.instance }}',
-          'The median time of the ~70 us task after an idle gap is {{ $value | humanizeDuration }} on {{ $labels.instance }} (job {{ $labels.job }}), above vcpuperf\'s %g us limit for %s: the CPU clocks down when idle (power-saving BIOS or governor settings).' % [c.cpuLowLoadMedianSeconds * 1e6, p.words(c.forMedium)],
+          'The median time of the ~70 us task after an idle gap is {{ $value | humanizeDuration }} on {{ $labels.instance }} (job {{ $labels.job }}), above %s for %s: the CPU clocks down when idle (power-saving BIOS or governor settings).' % [
+            (if c.cpuLowLoadMedianSeconds == d.cpuLowLoadMedianSeconds then "vcpuperf's %g us limit" else 'the configured limit of %g us')
+            % (c.cpuLowLoadMedianSeconds * 1e6),
+            p.words(c.forMedium),
+          ],
           c.forMedium, { signal: 'low_load_median' }),
         a('HostperfCpuLowLoadThrottling',
           p.hostLabels(c, '%s > %g' % [m('hostperf_cpu_throttle_ratio'), c.cpuThrottleRatio]),

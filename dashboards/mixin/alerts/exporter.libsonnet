@@ -17,16 +17,28 @@ local p = import '../lib/promql.libsonnet';
           ||| % [std.stripChars($._probeSecondsSinceSuccess, '\n'), c.probeStaleIntervals, m('hostperf_probe_interval_seconds')]),
           'warning', 'Probe {{ $labels.probe }} has not succeeded for %d intervals on {{ $labels.instance }}' % c.probeStaleIntervals,
           'The {{ $labels.probe }} probe on {{ $labels.instance }} (job {{ $labels.job }}) last succeeded {{ $value | humanizeDuration }} ago, more than %d of its intervals: it fails, is skipped (budget, free space, no peers) or times out.' % c.probeStaleIntervals),
-        // Any target that served hostperf metrics recently and is now down. It
-        // carries the host label, so that Alertmanager can inhibit the host's
-        // other alerts (dashboards/alertmanager/hostperf-alertmanager.yml).
+        // Any target of exporterSelector that is down, for as long as it is
+        // down: from `up` alone, so that neither a long outage (a series that
+        // ages out) nor a target that never served silences it. It carries the
+        // canonical host label (the target's host, as the network alerts do
+        // through hostperf:host_identity), so that Alertmanager can inhibit the
+        // host's other alerts (dashboards/alertmanager/hostperf-alertmanager.yml).
+        // A crash-looping daemon (or a flapping path to it) is down a share of
+        // its scrapes and never for `for:` in a row: it fires too, and holds
+        // while the flapping lasts (the window's share, not the latest scrape).
+        // One restart (2 changes) or a lost scrape now and then is neither.
         a('HostperfExporterDown',
-          p.hostLabels(c, 'up%s == 0 and on(instance, job) present_over_time(%s[%s])' % [
-            if c.hostperfSelector == '' then '' else '{%s}' % c.hostperfSelector,
-            m('hostperf_build_info'), c.exporterSeenWindow,
-          ]),
+          p.hostLabels(c, |||
+            %(up)s == 0
+              or
+            (
+              changes(%(up)s[%(w)s]) >= 4
+                and
+              avg_over_time(%(up)s[%(w)s]) < %(r)g
+            )
+          ||| % { up: p.up(c), w: c.flapWindow, r: c.exporterFlapUpRatio }),
           'critical', 'hostperf_exporter down on {{ $labels.instance }}',
-          'Prometheus has not been able to scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}) for %s: no performance data comes from this host.' % p.words(c.forExporterDown),
+          'Prometheus cannot scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}): down for %s, or down and up again repeatedly with more than %g %% of its scrapes failing over %s (a crash loop or a flapping path). No performance data comes from this host.' % [p.words(c.forExporterDown), (1 - c.exporterFlapUpRatio) * 100, p.words(c.flapWindow)],
           c.forExporterDown),
         // Issue 21: scheduled runs skipped (the CPU budget spent, the host
         // busy, no room) for longer than the interval; the exporter then

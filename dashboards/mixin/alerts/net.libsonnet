@@ -6,34 +6,80 @@ local p = import '../lib/promql.libsonnet';
   prometheusAlerts+:: {
     local c = $._config,
     local m(name, matchers='') = p.metric(c, name, matchers),
-    local a = function(name, expr, severity, summary, description, forDur=null, labels={})
-      p.alert(c, name, expr, severity, summary, description, forDur, labels),
+    local a = function(name, expr, severity, summary, description, forDur=null, labels={}, keepFiringFor=null)
+      p.alert(c, name, expr, severity, summary, description, forDur, labels, keepFiringFor),
     local cond = $._netCondition,
     local f = c.fleetLabel,
     local h = c.hostLabel,
     local o = c.observerLabel,
     local mib(b) = b / 1048576,
     local hostIn = '{{ $labels.%s }} (%s {{ $labels.%s }})' % [h, f, f],
+    local r = c.rackLabel,
+    local or_ = 'observer_' + c.rackLabel,
+    local pr = 'peer_' + c.rackLabel,
     local unreachable = cond.unreachable,
-    // A link alert only where neither end is impaired as a whole, and the
-    // observer does not see most of its links bad (then it is the fault).
+    local upSel = p.up(c),
+    // The target's exporter was down at some scrape within the window: a dead
+    // host or a reboot, paged by HostperfExporterDown alone.
+    local exporterWasDown(window) = p.hostLabels(c, 'min_over_time(%s[%s]) == 0' % [upSel, window]),
+    // Quote the reference tool only where the threshold is its default.
+    local ref(value, default, tool, what) =
+      if value == default then "%s's %s" % [tool, what] else 'the configured %s' % what,
+    // A link alert only where neither end is impaired as a whole, the
+    // observer does not see most of its links bad (then it is the fault) and
+    // the link's rack pair is not degraded as a whole. The observer's rack is
+    // named peer_<rack> on alerts (the other end's rack), as on
+    // HostperfNetRackPairDegraded, so that Alertmanager can match them.
     local linkOnly(expr) = |||
-      (
-        %(e)s
-      )
-        unless on(%(f)s, %(h)s) (hostperf_host:net_impaired:bool == 1)
-        unless on(%(f)s, %(o)s) label_replace(hostperf_host:net_impaired:bool == 1, "%(o)s", "$1", "%(h)s", "(.*)")
-        unless on(%(f)s, %(o)s) (hostperf_observer:net_impaired:bool == 1)
-    ||| % { e: std.stripChars(expr, '\n'), f: f, h: h, o: o },
+      label_replace(label_replace(
+        (
+          %(e)s
+        )
+          unless on(%(f)s, %(h)s) (hostperf_host:net_impaired:bool == 1)
+          unless on(%(f)s, %(o)s) label_replace(hostperf_host:net_impaired:bool == 1, "%(o)s", "$1", "%(h)s", "(.*)")
+          unless on(%(f)s, %(o)s) (hostperf_observer:net_impaired:bool == 1)
+          unless on(%(f)s, %(r)s, %(or)s) (hostperf_rack_pair:net_degraded:bool == 1),
+      "%(pr)s", "$1", "%(or)s", "(.*)"), "%(or)s", "", "", "")
+    ||| % { e: std.stripChars(expr, '\n'), f: f, h: h, o: o, r: r, or: or_, pr: pr },
     local linkDescription(what) =
       'The observer {{ $labels.%s }} ({{ $labels.instance }}) %s {{ $labels.%s }} ({{ $labels.peer }}), for %s, while the other observers of {{ $labels.%s }} do not: a fault on this link (path, port, firewall) rather than at either host.' % [o, what, h, p.words(c.forMedium), h],
     groups+: [{
       name: 'hostperf-net',
       rules: [
-        a('HostperfNetHostUnreachable', unreachable,
+        // Unreachable now, or flapping: most observers lose pings over
+        // lossWindow while the host went unreachable at least twice in
+        // flapWindow (3 changes of hostperf_host:net_unreachable:bool; one
+        // restart's blip is 2). keep_firing_for lossWindow holds the alert
+        // through the reachable phases of slow flapping (one alert per
+        // episode); it resolves once, lossWindow after the loss window is
+        // clean. Fast flapping (seconds) shows as loss plus peer_up changing
+        // from run to run, slow flapping (minutes) as whole phases: both
+        // satisfy one of the two branches at every evaluation. Silent while
+        // the host's own exporter is or was down within the hold window:
+        // HostperfExporterDown explains it, also at recovery (no escape while
+        // Alertmanager's inhibition clears). The flapping branch comes first,
+        // so that $value stays the number of lossy observers while it holds.
+        a('HostperfNetHostUnreachable',
+          |||
+            (
+                (
+                  %(lossy)s
+                )
+                  and on(%(f)s, %(h)s)
+                changes(hostperf_host:net_unreachable:bool[%(flap)s]) >= 3
+              or on(%(f)s, %(h)s)
+                %(now)s
+            )
+              unless on(%(f)s, %(h)s)
+            %(down)s
+          ||| % {
+            now: unreachable, f: f, h: h, flap: c.flapWindow,
+            lossy: cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'),
+            down: exporterWasDown(c.lossWindow),
+          },
           'warning', 'Host %s unreachable from its observers' % hostIn,
-          '{{ $value }} of the hostperf peers that observe {{ $labels.%s }} (%s {{ $labels.%s }}) get no reply to their UDP pings, at least half of them, for %s: the host is down, its hostperf responder is not running, or its network is cut.' % [h, f, f, p.words(c.forShort)],
-          c.forShort),
+          '{{ $value }} of the hostperf peers that observe {{ $labels.%s }} (%s {{ $labels.%s }}), at least half of them, get no reply to their UDP pings, or lose more than %g %% of them over %s while the host keeps going unreachable (flapping: unreachable at least twice in %s), for %s: the host is down or flapping, its hostperf responder is not running, or its network is cut. The alert holds for %s after the last sign of it.' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.flapWindow), p.words(c.forShort), p.words(c.lossWindow)],
+          c.forShort, keepFiringFor=c.lossWindow),
         a('HostperfNetHostDegraded',
           |||
             (%s)
@@ -41,16 +87,33 @@ local p = import '../lib/promql.libsonnet';
             (%s)
           ||| % [(cond.majority('hostperf_host:net_observers_rtt_high:count', 'hostperf_host:net_observers:count')), f, h, unreachable],
           'warning', 'Network RTT to %s above %g us' % [hostIn, c.rttMaxSeconds * 1e6],
-          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see a median round-trip time above vnetperf\'s maximum of %g us, for %s.' % [h, f, f, c.rttMaxSeconds * 1e6, p.words(c.forShort)],
+          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see a median round-trip time above %s of %g us, for %s.' % [h, f, f, ref(c.rttMaxSeconds, 1e-3, 'vnetperf', 'maximum'), c.rttMaxSeconds * 1e6, p.words(c.forShort)],
           c.forShort, { signal: 'rtt' }),
+        // Loss counted while the host was unreachable is the outage's, not a
+        // degradation: silent while it was unreachable at any evaluation in
+        // flapWindow (>= lossWindow, so the outage has left the loss window;
+        // flapping is HostperfNetHostUnreachable's), within lossWindow of its
+        // exporter's (re)start (process_start_time_seconds: the responder was
+        // down for the restart) and within lossWindow of a failed scrape of
+        // it (a reboot: HostperfExporterDown's).
         a('HostperfNetHostDegraded',
           |||
-            (%s)
-              unless on(%s, %s)
-            (%s)
-          ||| % [(cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count')), f, h, unreachable],
+            (%(lossy)s)
+              unless on(%(f)s, %(h)s)
+            (max_over_time(hostperf_host:net_unreachable:bool[%(flap)s]) == 1)
+              unless on(%(f)s, %(h)s)
+            %(started)s
+              unless on(%(f)s, %(h)s)
+            %(down)s
+          ||| % {
+            lossy: cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'),
+            f: f, h: h, flap: c.flapWindow,
+            started: p.hostLabels(c, 'time() - process_start_time_seconds%s < %d' % [
+              if c.exporterSelector == '' then '' else '{%s}' % c.exporterSelector, p.seconds(c.lossWindow)]),
+            down: exporterWasDown(c.lossWindow),
+          },
           'warning', 'Packet loss to %s' % hostIn,
-          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s.' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.forShort)],
+          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s, while it answers them (not unreachable in the last %s, no restart of its exporter in the last %s).' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.forShort), p.words(c.flapWindow), p.words(c.lossWindow)],
           c.forShort, { signal: 'loss' }),
         // Bursts are capped (probes.net.throughput_rate): a burst below half its
         // cap from most observers means the host's network cannot take even that.
@@ -66,7 +129,7 @@ local p = import '../lib/promql.libsonnet';
         a('HostperfNetClockSkew',
           cond.majority('hostperf_host:net_observers_clock_skewed:count', 'hostperf_host:net_observers_clock_measured:count'),
           'warning', 'Clock of %s off by more than %g s' % [hostIn, c.clockSkewMaxSeconds],
-          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see its clock off from theirs by more than the %g s vnetperf allows, for %s.' % [h, f, f, c.clockSkewMaxSeconds, p.words(c.forShort)],
+          '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, see its clock off from theirs by more than %s, for %s.' % [h, f, f, if c.clockSkewMaxSeconds == 1 then 'the %g s vnetperf allows' % c.clockSkewMaxSeconds else 'the configured %g s' % c.clockSkewMaxSeconds, p.words(c.forShort)],
           c.forShort),
         a('HostperfNetLinkDegraded', linkOnly('hostperf:net_link_down == 1'),
           'info', 'Link {{ $labels.%s }} -> {{ $labels.%s }} down' % [o, h],
@@ -85,17 +148,44 @@ local p = import '../lib/promql.libsonnet';
           'info', 'Link {{ $labels.%s }} -> {{ $labels.%s }} loses packets' % [o, h],
           linkDescription('loses {{ $value | humanizePercentage }} of its UDP pings to'),
           c.forMedium, { signal: 'loss' }),
+        // Rack pairs: one alert per fleet, naming the pair orientation that
+        // hostperf_rack_pair:net_alerted:bool picked and holds (stable labels,
+        // so `for` holds); the description lists every degraded pair of the
+        // fleet (a second broken uplink is named in the same alert, not paged
+        // again).
+        a('HostperfNetRackPairDegraded',
+          |||
+            label_replace(label_replace(
+              hostperf_rack_pair:net_alerted:bool == 1,
+            "%(pr)s", "$1", "%(or)s", "(.*)"), "%(or)s", "", "", "")
+          ||| % { pr: pr, or: or_ },
+          'warning', 'Network between racks {{ $labels.%s }} and {{ $labels.%s }} (%s {{ $labels.%s }}) degraded' % [r, pr, f, f],
+          'Most links between rack {{ $labels.%(r)s }} and rack {{ $labels.%(pr)s }} of %(f)s {{ $labels.%(f)s }} are down, slow (median RTT above %(rtt)g us) or lossy (more than %(loss)g %%), in both directions, from at least 2 hosts to at least 2 hosts, for %(for)s, while each rack\'s links to itself are fine: the fabric between the two racks (uplinks, spine, a shaped or failing port). The host and link alerts these links would raise are left out. Degraded pairs in %(f)s {{ $labels.%(f)s }} (observer rack -> rack): {{ range printf "hostperf_rack_pair:net_degraded:bool{%(f)s=\\"%%s\\"} == 1" $labels.%(f)s | query | sortByLabel "%(or)s" }}{{ .Labels.%(or)s }} -> {{ .Labels.%(r)s }}; {{ end }}' % {
+            r: r, pr: pr, f: f, or: or_, rtt: c.rttMaxSeconds * 1e6, loss: c.lossRatio * 100, 'for': p.words(c.forShort),
+          },
+          c.forShort),
+        // One alert per fleet: link targets whose peers_file name matches no
+        // scrape target (neither the name a daemon reports for itself nor a
+        // canonical host). Their network alerts name the peers_file entry, which
+        // HostperfExporterDown's inhibition cannot match.
+        a('HostperfHostIdentityUnresolved',
+          'count by (%s) (hostperf:net_unresolved_name)' % f,
+          'warning', '{{ $value }} peers_file names of %s {{ $labels.%s }} match no scrape target' % [f, f],
+          '{{ $value }} hosts that the hostperf peers of %(f)s {{ $labels.%(f)s }} probe are named in the peers_file by a name that matches no scrape target of %(sel)s, neither as the name a daemon reports for itself (hostperf_net_self_info) nor as a target\'s host, for %(for)s: their network alerts name the peers_file entry, and a dead host may page twice. Names: {{ range printf "hostperf:net_unresolved_name{%(f)s=\\"%%s\\"}" $labels.%(f)s | query | sortByLabel "net_name" }}{{ .Labels.net_name }} {{ end }}' % {
+            f: f, sel: if c.exporterSelector == '' then 'every job' else '{%s}' % c.exporterSelector, 'for': p.words(c.forMedium),
+          },
+          c.forMedium),
         // vnetperf: at least 100 MB/s, ideally 800 MB/s or more, judged on full
         // runs only (hostperf_full_run_figure): scheduled bursts are capped.
         a('HostperfNetTcpThroughputBelowMinimum',
           p.hostLabels(c, '%s < %d' % [m('hostperf_full_run_figure', 'probe="net", figure="tcp_throughput_bytes_per_second"'), c.tcpMinBytes]),
-          'warning', 'TCP throughput from {{ $labels.instance }} to {{ $labels.subject }} below %g MB/s' % mib(c.tcpMinBytes),
-          'The last full network run of {{ $labels.instance }} (job {{ $labels.job }}) reached {{ $value | humanize1024 }}B/s of TCP throughput to {{ $labels.subject }} (best rate of the ladder), below vnetperf\'s minimum of %g MB/s.' % mib(c.tcpMinBytes),
+          'warning', 'TCP throughput from {{ $labels.instance }} to {{ $labels.subject }} below %g MiB/s' % mib(c.tcpMinBytes),
+          'The last full network run of {{ $labels.instance }} (job {{ $labels.job }}) reached {{ $value | humanize1024 }}B/s of TCP throughput to {{ $labels.subject }} (best rate of the ladder), below %s of %g MiB/s.' % [ref(c.tcpMinBytes, 100 * 1048576, 'vnetperf', 'minimum'), mib(c.tcpMinBytes)],
           c.forMedium),
         a('HostperfNetTcpThroughputBelowIdeal',
           p.hostLabels(c, '(%s < %d) >= %d' % [m('hostperf_full_run_figure', 'probe="net", figure="tcp_throughput_bytes_per_second"'), c.tcpIdealBytes, c.tcpMinBytes]),
-          'info', 'TCP throughput from {{ $labels.instance }} to {{ $labels.subject }} below %g MB/s' % mib(c.tcpIdealBytes),
-          'The last full network run of {{ $labels.instance }} (job {{ $labels.job }}) reached {{ $value | humanize1024 }}B/s of TCP throughput to {{ $labels.subject }}: above vnetperf\'s minimum but below the ideal %g MB/s.' % mib(c.tcpIdealBytes),
+          'info', 'TCP throughput from {{ $labels.instance }} to {{ $labels.subject }} below %g MiB/s' % mib(c.tcpIdealBytes),
+          'The last full network run of {{ $labels.instance }} (job {{ $labels.job }}) reached {{ $value | humanize1024 }}B/s of TCP throughput to {{ $labels.subject }}: above the minimum of %g MiB/s but below %s of %g MiB/s.' % [mib(c.tcpMinBytes), ref(c.tcpIdealBytes, 800 * 1048576, 'vnetperf', 'ideal'), mib(c.tcpIdealBytes)],
           c.forMedium),
       ],
     }, {

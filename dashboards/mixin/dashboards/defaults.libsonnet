@@ -7,7 +7,7 @@
   hostperfSelector: '',
   fleetLabel: 'cluster',
   fleetFallbackLabel: 'job',
-  exporterSeenWindow: '1d',
+  exporterSelector: 'job="hostperf"',
   cpuLowLoadMedianSeconds: 200e-6,
   cpuThrottleRatio: 2,
   baselineRatio: { disk: 0.7, memory: 0.8, cpu: 1.2 },
@@ -23,6 +23,9 @@
   lossRatio: 0.01,
   burstCapRatio: 0.5,
   probeStaleIntervals: 3,
+  sidecarCpuMaxCores: 0.02,
+  sidecarMemoryMaxBytes: 64 * 1048576,
+  sidecarBudgetFullRatio: 0.9,
   // The host in `instance` (its exporter) and in `peer` (its responder): the
   // first group; a value that does not match is taken whole.
   hostFromInstanceRegex: '(.+):[0-9]+',
@@ -55,5 +58,8 @@
     memoryBaselineRatio: $.baselineRatio.memory,
     staleIntervalsWarn: 1.5,
     staleIntervals: $.probeStaleIntervals,
+    sidecarCpuMaxCores: $.sidecarCpuMaxCores,
+    sidecarMemoryMaxBytes: $.sidecarMemoryMaxBytes,
+    sidecarBudgetFullRatio: $.sidecarBudgetFullRatio,
   },
 }

@@ -26,8 +26,9 @@ function(config)
                                        + 'written).',
                  [g.target('hostperf_disk_throughput_bytes_per_second{%s}' % SEL,
                            '{{instance}} {{directory}} {{test}}')], 'binBps', min=0),
-    g.timeseries('Ratio to fleet median', 'Throughput / the fleet\'s median for the same test and directory role. '
-                                          + 'Alert below 0.7 for an hour (with 3 or more hosts).',
+    g.timeseries('Ratio to fleet median', 'Throughput / the fleet\'s median for the same test, directory role and '
+                                          + 'device class. Alert below 0.7 for an hour (with 3 or more hosts; with '
+                                          + 'fewer, against the fastest of the group: HostperfDiskSlowerThanFleet).',
                  [g.target('hostperf:disk_throughput_bytes_per_second:fleet_ratio{%s}' % SEL,
                            '{{instance}} {{directory}} {{test}}')], 'percentunit',
                  g.steps(c.red, [[t.diskFleetRatio, c.green]]), min=0),

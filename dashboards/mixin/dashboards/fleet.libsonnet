@@ -27,11 +27,12 @@ function(config)
   // Per host (peer label): observers that see it down, and all its observers.
   local observersDown = 'sum by (peer) (hostperf_net_peer_up{%s} == bool 0)' % FLEET;
   local observers = 'count by (peer) (hostperf_net_peer_up{%s})' % FLEET;
-  // Scheduled Write/Read per directory, labelled with its role and fleet.
+  // Scheduled Write/Read per directory, labelled with its role, device class
+  // (absent from older exporters: the empty value groups them) and fleet.
   local diskByRole(sel) = g.fleetOf(config,
-    'hostperf_disk_throughput_bytes_per_second{test=~"Write|Read", %s} * on(instance, job, directory) group_left(role) hostperf_disk_directory_info{%s}'
+    'hostperf_disk_throughput_bytes_per_second{test=~"Write|Read", %s} * on(instance, job, directory) group_left(role, device_class) hostperf_disk_directory_info{%s}'
     % [sel, sel]);
-  local diskFleetRatio = '%s / on(fleet, role, test) group_left quantile by (fleet, role, test) (0.5, %s)'
+  local diskFleetRatio = '%s / on(fleet, role, device_class, test) group_left quantile by (fleet, role, device_class, test) (0.5, %s)'
                          % [diskByRole(SEL), diskByRole(FLEET)];
 
   g.dashboard(config, 'hostperf-fleet', 'hostperf / Fleet',
@@ -64,7 +65,7 @@ function(config)
     g.row('Worst hosts'),
     g.table('Disk: slowest vs fleet median of the same role',
             'Scheduled Write and Read throughput / the median of the fleet\'s directories with the same role '
-            + '(hostperf_disk_directory_info), lowest %d. Below 0.7: much slower than its peers.' % n,
+            + 'and device class (hostperf_disk_directory_info), lowest %d. Below 0.7: much slower than its peers.' % n,
             [g.target('bottomk(%d, %s)' % [n, diskFleetRatio], instant=true, format='table')], 'percentunit',
             g.steps(c.red, [[t.diskFleetRatio, c.green]]), w=8, h=10, cellType='color-background',
             sortBy=['vs fleet median', false], hide=['Time', 'job', 'fleet', config.fleetLabel],

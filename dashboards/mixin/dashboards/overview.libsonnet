@@ -11,12 +11,12 @@ function(config)
               'Every host against every documented threshold (docs/thresholds.md): red breaks the minimum, '
               + 'yellow misses the recommendation.', ['hostperf'], [
     g.row('Health'),
-    // `up` is there for a down target too; hostperf_build_info is not, so the
-    // join looks back for targets that served hostperf at all.
-    g.stat('Exporters up', 'Scrape status of every target that served hostperf in the last %s (up or down). '
-                           % config.exporterSeenWindow + 'Alert: HostperfExporterDown.',
-           [g.target('up{%s} and on(instance, job) group by (instance, job) (last_over_time(hostperf_build_info{%s}[%s]))'
-                     % [SEL, SEL, config.exporterSeenWindow], '{{instance}}', instant=true)],
+    // `up` is there for every configured target, down or never served: the
+    // targets HostperfExporterDown watches (exporterSelector), with no
+    // look-back that a long outage would outlast.
+    g.stat('Exporters up', 'Scrape status of every target of %s: up, down, or never served. ' % config.exporterSelector
+                           + 'Alert: HostperfExporterDown.',
+           [g.target('up{%s, %s}' % [config.exporterSelector, SEL], '{{instance}}', instant=true)],
            'none', UP, w=8, h=6, mappings=upMap),
     g.bargauge('Probe staleness (intervals since success)',
                'Seconds since each probe last succeeded, in probe intervals. %g or more: HostperfProbeStale.'
@@ -73,8 +73,8 @@ function(config)
                [g.target('hostperf:disk_throughput_per_core_bytes_per_second{test=~"Write|Read", %s}' % SEL,
                          '{{instance}} {{directory}} {{test}}', instant=true)], 'binBps', g.steps(c.blue), w=6,
                min=0),
-    g.bargauge('Disk vs fleet median', 'Scheduled throughput / the fleet\'s median for the same test and '
-                                       + 'directory role. Below 0.7: one array much slower than its peers '
+    g.bargauge('Disk vs fleet median', 'Scheduled throughput / the fleet\'s median for the same test, '
+                                       + 'directory role and device class. Below 0.7: one array much slower than its peers '
                                        + '(gpcheckperf: 365 vs 620 MB/s).',
                [g.target('hostperf:disk_throughput_bytes_per_second:fleet_ratio{test=~"Write|Read", %s}' % SEL,
                          '{{instance}} {{directory}} {{test}}', instant=true)], 'percentunit',
@@ -116,4 +116,35 @@ function(config)
     g.bargauge('Triad bandwidth (one thread)', 'Best one-thread STREAM triad rate of the last run.',
                [g.target('hostperf_memory_bandwidth_bytes_per_second{kernel="triad", threads="1", %s}' % SEL,
                          '{{instance}}', instant=true)], 'binBps', g.steps(c.blue), w=12, min=0),
+
+    // What the sidecar costs its host (docs/operator-guide.md, "Impact budget"). process_*
+    // families come from every client library: joined to hostperf's targets.
+    g.row('Sidecar cost'),
+    g.timeseries('Sidecar CPU (share of one core)',
+                 'CPU time of the whole hostperf_exporter process (probes, scrapes, responder) per second. '
+                 + 'About 0.5 %% of a core at the defaults; above %g %% over an hour: HostperfSidecarOverBudget.'
+                 % (t.sidecarCpuMaxCores * 100),
+                 [g.target('rate(process_cpu_seconds_total{%s}[$__rate_interval]) and on(instance, job) hostperf_build_info{%s}'
+                           % [SEL, SEL], '{{instance}}')], 'percentunit',
+                 g.steps(c.green, [[t.sidecarCpuMaxCores, c.red]]), w=6, min=0),
+    g.timeseries('Sidecar resident memory',
+                 'Resident set size of hostperf_exporter. Scheduled STREAM runs add their arrays '
+                 + '(probes.memory.memory_budget) for the length of a run; a floor above %g MiB for an hour: '
+                 % (t.sidecarMemoryMaxBytes / 1048576) + 'HostperfSidecarOverBudget.',
+                 [g.target('process_resident_memory_bytes{%s} and on(instance, job) hostperf_build_info{%s}' % [SEL, SEL],
+                           '{{instance}}')], 'bytes', g.steps(c.green, [[t.sidecarMemoryMaxBytes, c.red]]), w=6, min=0),
+    g.bargauge('Budget used vs limit',
+               'Each budget\'s use in the rolling hour / its limit (hostperf_budget_{cpu,disk,net}_used_* / _limit_*: '
+               + 'budget.cpu_seconds_per_hour, disk_bytes_per_hour, net_bytes_per_hour). At the limit scheduled runs '
+               + 'are skipped (budget_exhausted); %g %% or more for 30 minutes: HostperfSidecarOverBudget.'
+               % (t.sidecarBudgetFullRatio * 100),
+               [g.target('hostperf:sidecar_budget_used:ratio{%s}' % SEL, '{{instance}} {{resource}}', instant=true)],
+               'percentunit', g.steps(c.green, [[0.7, c.yellow], [t.sidecarBudgetFullRatio, c.red]]), w=6, min=0,
+               max=1),
+    g.timeseries('Probe runs and failures per hour',
+                 'Runs of each probe in the last hour (hostperf_probe_runs_total) and its failed runs '
+                 + '(hostperf_probe_failures_total, all reasons; the overview\'s "Probe success" shows the last one).',
+                 [g.target('increase(hostperf_probe_runs_total{%s}[1h])' % SEL, '{{instance}} {{probe}} runs'),
+                  g.target('sum by (instance, job, probe) (increase(hostperf_probe_failures_total{%s}[1h]))' % SEL,
+                           '{{instance}} {{probe}} failures', ref='B')], 'short', w=6, min=0),
   ])

@@ -5,8 +5,12 @@ function(c) {
   local scope = [c.fleetLabel, c.hostLabel],
   route: {
     receiver: 'hostperf',
-    // One notification per alert and host: a dead host is one group, not one per observer.
-    group_by: ['alertname'] + scope,
+    // One notification per alert name and fleet: a mass event (a rack, a
+    // cluster, a bad config rolled out everywhere) is one notification listing
+    // its hosts, not one per host; a dead host is one group, not one per
+    // observer. Cluster- and rack-pair-scoped alerts carry no host label and
+    // group the same way.
+    group_by: ['alertname', c.fleetLabel],
     group_wait: '30s',
     group_interval: '5m',
     repeat_interval: '4h',
@@ -35,6 +39,27 @@ function(c) {
       source_matchers: ['alertname=HostperfDiskSlowerThanFleet'],
       target_matchers: ['alertname=HostperfDiskSlowerThanBaseline'],
       equal: scope + ['directory', 'test'],
+    },
+    // A whole group of a cluster (role, device class, test) below its
+    // baselines explains each of its hosts' baseline alerts: the rule already
+    // holds them back; this covers an evaluation where the two disagree.
+    {
+      source_matchers: ['alertname=HostperfDiskClusterSlowerThanBaseline'],
+      target_matchers: ['alertname=HostperfDiskSlowerThanBaseline'],
+      equal: [c.fleetLabel, 'role', 'device_class', 'test'],
+    },
+    // A degraded rack pair explains the link alerts between its two racks.
+    // The rules already leave those links out of link and host-level alerts
+    // (both directions); this covers an evaluation where the two disagree. Link
+    // alerts carry the target's rack as <rack> and the observer's as
+    // peer_<rack>, so this matches the direction the pair alert names
+    // (equal needs the same label names; the reverse direction is left to
+    // the rules). Host-level alerts are not inhibited: their counts already
+    // leave the pair's links out, so one that fires has another cause.
+    {
+      source_matchers: ['alertname=HostperfNetRackPairDegraded'],
+      target_matchers: ['alertname=HostperfNetLinkDegraded'],
+      equal: [c.fleetLabel, c.rackLabel, 'peer_' + c.rackLabel],
     },
     // A host without a working responder may fail its own network probe too.
     {

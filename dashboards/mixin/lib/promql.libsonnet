@@ -30,10 +30,42 @@
   // Per-host series: the host label from `instance` and the filled fleet label.
   hostLabels(c, expr):: self.fleet(c, self.hostFrom(c, expr, 'instance', c.hostLabel)),
 
-  // Per-link series (observer instance -> peer): `host` is the target (from
-  // `peer`), `observer` the observing host (from `instance`).
+  // Per-link series (observer instance -> peer) as the daemon names them:
+  // `host` is the target's peers_file name (from `peer`), `observer` the
+  // observing host (from `instance`), the observer's own rack label becomes
+  // observer_<rack>. Only hostperf:host_identity and the link re-labelling
+  // below use it directly.
+  linkLabelsRaw(c, expr)::
+    local r = c.rackLabel;
+    // Written on one line each: re-indenting deep expressions costs jsonnet
+    // a stack frame per line.
+    'label_replace(label_replace(%s, "observer_%s", "$1", "%s", "(.*)"), "%s", "", "", "")' % [
+      self.fleet(c, self.hostFrom(c, self.hostFrom(c, expr, 'peer', c.hostLabel), 'instance', c.observerLabel)), r, r, r,
+    ],
+
+  // Per-link series re-labelled through the host identity
+  // (hostperf:net_target_identity, rules/net.libsonnet): `host` is the
+  // target's canonical host (its scrape target) and the target's rack is
+  // added, so network alerts name a host as its other alerts do. A target
+  // name no identity knows keeps its peers_file name (and is reported by
+  // HostperfHostIdentityUnresolved).
   linkLabels(c, expr)::
-    self.fleet(c, self.hostFrom(c, self.hostFrom(c, expr, 'peer', c.hostLabel), 'instance', c.observerLabel)),
+    'label_replace(\n  label_replace(%s, "net_name", "$1", "%s", "(.*)")\n    * on(%s, net_name) group_left(%s, %s)\n  hostperf:net_target_identity,\n  "net_name", "", "", ""\n)' % [
+      self.linkLabelsRaw(c, expr), c.hostLabel, c.fleetLabel, c.hostLabel, c.rackLabel,
+    ],
+
+  // A Prometheus duration ('90s', '10m', '1h30m', '7d') in seconds.
+  seconds(d)::
+    local units = { s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+    local step(acc, ch) =
+      if std.objectHas(units, ch) then { total: acc.total + std.parseInt(acc.n) * units[ch], n: '' }
+      else { total: acc.total, n: acc.n + ch };
+    local r = std.foldl(step, std.stringChars(d), { total: 0, n: '' });
+    assert r.n == '' : 'not a duration of whole units: ' + d;
+    r.total,
+
+  // `up` of the targets that must be up (exporterSelector).
+  up(c):: 'up' + (if c.exporterSelector == '' then '' else '{%s}' % c.exporterSelector),
 
   // Grouping of host-level series.
   hostBy(c):: '%s, %s' % [c.fleetLabel, c.hostLabel],
@@ -49,10 +81,11 @@
       n + ' ' + units[u] + (if n == '1' then '' else 's')
     else d,
 
-  alert(c, name, expr, severity, summary, description, forDur=null, labels={}):: {
+  alert(c, name, expr, severity, summary, description, forDur=null, labels={}, keepFiringFor=null):: {
     alert: name,
     expr: expr,
     [if forDur != null then 'for']: forDur,
+    [if keepFiringFor != null then 'keep_firing_for']: keepFiringFor,
     labels: { severity: severity } + labels,
     annotations: {
       summary: summary,

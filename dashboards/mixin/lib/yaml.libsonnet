@@ -1,6 +1,6 @@
 // Prometheus rule files as readable YAML: keys in the usual order, multi-line
 // expressions as block scalars, every other string JSON-quoted (valid YAML).
-local order = ['name', 'interval', 'alert', 'record', 'expr', 'for', 'labels', 'annotations'];
+local order = ['name', 'interval', 'alert', 'record', 'expr', 'for', 'keep_firing_for', 'labels', 'annotations'];
 // std.escapeStringJson is slow in jsonnet 0.18 (a loop over characters); the
 // strings here hold no control characters, so escaping \ and " is enough.
 local q(s) = '"' + std.strReplace(std.strReplace(s, '\\', '\\\\'), '"', '\\"') + '"';

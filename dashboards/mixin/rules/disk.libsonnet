@@ -3,6 +3,8 @@ local p = import '../lib/promql.libsonnet';
   prometheusRules+:: {
     local c = $._config,
     local m(name, matchers='') = p.metric(c, name, matchers),
+    // A fleet comparison groups like with like: fleet, directory role, device class, test.
+    local group = '%s, role, device_class, test' % c.fleetLabel,
     groups+: [{
       name: 'hostperf-disk-recording',
       rules: [
@@ -26,8 +28,11 @@ local p = import '../lib/promql.libsonnet';
             )
           ||| % m('hostperf_full_run_figure', 'probe="disk", figure=~"write_bytes_per_second_per_core|read_bytes_per_second_per_core"')),
         },
-        // Scheduled bursts smoothed, labelled with the directory's role: a host
-        // is compared only with the same kind of storage. The median, not the
+        // Scheduled bursts smoothed, labelled with the directory's role and
+        // device class (<media>_<transport>_<filesystem>, read by the probe
+        // from /sys): a host is compared only with the same kind of storage.
+        // An older exporter has no device_class: its series group by role
+        // alone (the empty value), as before. The median, not the
         // mean: one burst served from a controller's cache at 10x the disk's
         // rate would lift a mean for the whole window (and, early in a short
         // history, the baseline after it), then read as a slowdown.
@@ -35,7 +40,7 @@ local p = import '../lib/promql.libsonnet';
           record: 'hostperf:disk_throughput_bytes_per_second:smoothed',
           expr: p.hostLabels(c, |||
             quantile_over_time(0.5, %s[%s])
-              * on(instance, job, directory) group_left(role)
+              * on(instance, job, directory) group_left(role, device_class)
             %s
           ||| % [m('hostperf_disk_throughput_bytes_per_second', 'test=~"%s"' % c.diskTests), c.smoothWindow,
                  m('hostperf_disk_directory_info')]),
@@ -52,23 +57,61 @@ local p = import '../lib/promql.libsonnet';
               / (hostperf:disk_throughput_bytes_per_second:baseline > 0)
           |||,
         },
-        // The fleet median per directory role and test (gpcheckperf compares one
-        // array with its peers).
+        // The fleet median per directory role, device class and test
+        // (gpcheckperf compares one array with its peers of the same kind).
         {
           record: 'hostperf_fleet:disk_throughput_bytes_per_second:median',
-          expr: 'quantile by (%s, role, test) (0.5, hostperf:disk_throughput_bytes_per_second:smoothed)' % c.fleetLabel,
+          expr: 'quantile by (%s) (0.5, hostperf:disk_throughput_bytes_per_second:smoothed)' % group,
         },
+        // Hosts (not directories) in each group: fleetMinHosts counts hosts.
         {
           record: 'hostperf_fleet:disk_throughput_bytes_per_second:count',
-          expr: 'count by (%s, role, test) (hostperf:disk_throughput_bytes_per_second:smoothed)' % c.fleetLabel,
+          expr: 'count by (%s) (group by (%s, %s) (hostperf:disk_throughput_bytes_per_second:smoothed))'
+                % [group, group, c.hostLabel],
+        },
+        // The fastest of each group: the reference of groups too small for a
+        // median (2 .. fleetMinHosts-1 hosts; with 2, a host's only peer).
+        {
+          record: 'hostperf_fleet:disk_throughput_bytes_per_second:max',
+          expr: 'max by (%s) (hostperf:disk_throughput_bytes_per_second:smoothed)' % group,
         },
         {
           record: 'hostperf:disk_throughput_bytes_per_second:fleet_ratio',
           expr: |||
             hostperf:disk_throughput_bytes_per_second:smoothed
-              / on(%(f)s, role, test) group_left()
+              / on(%(g)s) group_left()
             (hostperf_fleet:disk_throughput_bytes_per_second:median > 0)
-          ||| % { f: c.fleetLabel },
+          ||| % { g: group },
+        },
+        {
+          record: 'hostperf:disk_throughput_bytes_per_second:peer_ratio',
+          expr: |||
+            hostperf:disk_throughput_bytes_per_second:smoothed
+              / on(%(g)s) group_left()
+            (hostperf_fleet:disk_throughput_bytes_per_second:max > 0)
+          ||| % { g: group },
+        },
+        // Correlated faults: per group, the hosts below baselineRatio.disk of
+        // their own baseline, the hosts with a baseline, and the median ratio.
+        {
+          record: 'hostperf_fleet:disk_throughput_bytes_per_second:below_baseline_hosts',
+          expr: |||
+            count by (%(g)s) (
+              group by (%(g)s, %(h)s) (hostperf:disk_throughput_bytes_per_second:baseline_ratio < %(r)g)
+            )
+          ||| % { g: group, h: c.hostLabel, r: c.baselineRatio.disk },
+        },
+        {
+          record: 'hostperf_fleet:disk_throughput_bytes_per_second:baseline_hosts',
+          expr: |||
+            count by (%(g)s) (
+              group by (%(g)s, %(h)s) (hostperf:disk_throughput_bytes_per_second:baseline_ratio)
+            )
+          ||| % { g: group, h: c.hostLabel },
+        },
+        {
+          record: 'hostperf_fleet:disk_throughput_bytes_per_second:baseline_ratio_median',
+          expr: 'quantile by (%s) (0.5, hostperf:disk_throughput_bytes_per_second:baseline_ratio)' % group,
         },
         // Op-latency p99 over latencyWindow and its baseline (median of the p99s).
         // The names keep the default windows (1h, 7d) for the dashboards.
