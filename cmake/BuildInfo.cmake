@@ -6,7 +6,7 @@ string(TOUPPER "${CMAKE_BUILD_TYPE}" _hostperf_bt)
 set(HOSTPERF_BUILD_FLAGS "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_hostperf_bt}}")
 string(STRIP "${HOSTPERF_BUILD_FLAGS}" HOSTPERF_BUILD_FLAGS)
 # The hardening flags (cmake/Hardening.cmake) change the machine code: adding
-# them changed every fingerprint once (README, Upgrading).
+# them changed every fingerprint once (docs/operator-guide.md, Upgrading).
 if(HOSTPERF_HARDENING_FLAGS)
   string(APPEND HOSTPERF_BUILD_FLAGS " ${HOSTPERF_HARDENING_FLAGS}")
 endif()

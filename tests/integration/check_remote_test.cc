@@ -212,7 +212,7 @@ TEST_F(CheckRemoteTest, DeadHostWrongTokenAndMissingTokenAreClearErrors) {
 // bcrypt of "alice-pw" at cost 4 (fast under sanitizers), as in web_security_test.cc.
 constexpr const char* kAliceHash = "$2b$04$VhCFJVuKkHrePK3aIU.IQerru423cQtzfL3wT7hoymlUbXRxsZJzS";
 
-// The README's Security section followed on both daemons: mutual TLS and
+// docs/security.md's TLS and basic auth followed on both daemons: mutual TLS and
 // basic auth. check reaches them with --ca-file, a client certificate and
 // basic auth (the token then in X-Hostperf-Token); each missing piece is a
 // clear, distinct error and the daemons keep serving.

@@ -5,7 +5,8 @@
 #   - lintian: no error, no warning, only overrides the package ships, each
 #     with a comment; the control fields (revision, Maintainer, Homepage,
 #     Depends, wrapped Description);
-#   - `dpkg-deb -c` is exactly the README's table of installed files;
+#   - `dpkg-deb -c` is exactly the operator guide's table of installed files
+#     (docs/operator-guide.md, "The Debian package");
 #   - dpkg -i: service user, unit enabled (started where systemd is PID 1),
 #     man pages, hardening-check on the installed binaries, the installed
 #     daemon scrapes;
@@ -120,13 +121,13 @@ if [[ -f $overrides ]]; then
 fi
 echo "lintian clean"
 
-# --- dpkg-deb -c against the README's table of installed files: every file
+# --- dpkg-deb -c against the operator guide's table of installed files: every file
 # of the package is a row (or under a row ending in /), and every row is in
 # the package.
-readme_rows=$(sed -n '/^| installed file |/,/^$/p' "$source_dir/README.md")
-[[ -n $readme_rows ]] || fail "README: no '| installed file |' table"
+readme_rows=$(sed -n '/^| installed file |/,/^$/p' "$source_dir/docs/operator-guide.md")
+[[ -n $readme_rows ]] || fail "docs/operator-guide.md: no '| installed file |' table"
 mapfile -t readme_paths < <(printf '%s\n' "$readme_rows" | tail -n +3 | cut -d'|' -f2 | grep -o '`/[^`]*`' | tr -d '`')
-((${#readme_paths[@]} > 5)) || fail "README table: too few paths (${readme_paths[*]})"
+((${#readme_paths[@]} > 5)) || fail "docs/operator-guide.md table: too few paths (${readme_paths[*]})"
 # Files and symlinks; a symlink's target is dropped.
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort >"$work/files"
 while IFS= read -r file; do
@@ -134,20 +135,20 @@ while IFS= read -r file; do
   for path in "${readme_paths[@]}"; do
     if [[ $file == "$path" || ($path == */ && $file == "$path"*) ]]; then covered=true; break; fi
   done
-  $covered || fail "README's table misses $file (dpkg-deb -c)"
+  $covered || fail "docs/operator-guide.md's table misses $file (dpkg-deb -c)"
 done <"$work/files"
 for path in "${readme_paths[@]}"; do
   if [[ $path == */ ]]; then
-    grep -q "^$path" "$work/files" || fail "README's table lists $path, not in the package"
+    grep -q "^$path" "$work/files" || fail "docs/operator-guide.md's table lists $path, not in the package"
   else
-    grep -qxF "$path" "$work/files" || fail "README's table lists $path, not in the package"
+    grep -qxF "$path" "$work/files" || fail "docs/operator-guide.md's table lists $path, not in the package"
   fi
 done
 # A value shown for ARGS= is the shipped one, not a commented example.
 while IFS= read -r args; do
-  grep -qxF "$args" "$work/root/etc/default/hostperf_exporter" || fail "README shows $args; the package ships no such line"
+  grep -qxF "$args" "$work/root/etc/default/hostperf_exporter" || fail "docs/operator-guide.md shows $args; the package ships no such line"
 done < <(printf '%s\n' "$readme_rows" | grep -o 'ARGS=[^`]*' || true)
-echo "README's table matches dpkg-deb -c (${#readme_paths[@]} rows)"
+echo "docs/operator-guide.md's table matches dpkg-deb -c (${#readme_paths[@]} rows)"
 
 # --- install
 noninteractive() { setsid -w env DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }

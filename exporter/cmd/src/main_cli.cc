@@ -83,7 +83,7 @@ pass's wall time (vioperf's tests are hostperf io's).
   --net-port PORT   other hosts' responder port (default: this config's
                     first probes.net port)
   --token-file FILE other hosts' run API token (default: api.token_file)
-Other hosts' --web.config.file (README, "Security"):
+Other hosts' --web.config.file (docs/security.md):
   --tls             https:// (implied by --ca-file and --cert-file)
   --ca-file FILE    trust this CA for their certificates (default: the
                     system's CAs)

@@ -14,7 +14,7 @@
 
 namespace hostperf::exporter {
 
-// The client side of the run API (README, "On-demand full runs"): `hostperf check -h HOST`
+// The client side of the run API (docs/operator-guide.md, "On-demand full runs"): `hostperf check -h HOST`
 // runs disk, stream and network tests on other hosts through their
 // hostperf_exporter, the way gpcheckperf runs its binaries over SSH.
 

@@ -15,7 +15,7 @@ namespace hostperf::exporter {
 inline constexpr std::string_view kRunsPath = "/api/v1/runs";
 inline constexpr std::size_t kMaxRunBodyBytes = 16 * 1024;
 
-// The run API (README.md, "On-demand full runs") over a RunManager:
+// The run API (docs/operator-guide.md, "On-demand full runs") over a RunManager:
 //   POST   /api/v1/runs               start a full run     202 / 400 / 401 / 409
 //   GET    /api/v1/runs               recent runs          200
 //   GET    /api/v1/runs/{id}          state and results    200 / 404
