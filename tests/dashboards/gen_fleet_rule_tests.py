@@ -39,10 +39,11 @@ import argparse
 import hashlib
 import os
 import pathlib
-import re
 import sys
 
 import yaml
+
+from alert_templates import alert_templates, expand
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "dashboards" / "rules"
@@ -72,33 +73,6 @@ CAP = 33554432
 # Rules are evaluated every 5 minutes over the 1-minute samples (a real
 # Prometheus evaluates more often; the `for:` state machine is the same).
 EVALUATION_INTERVAL = "5m"          # the default burst cap, 32 MiB/s
-
-
-def alert_templates():
-    """alertname (+ signal) -> annotations of the generated alert rules (the first rule of that name and
-    signal: variants told apart by another label, such as compared_with, are not used here)."""
-    out = {}
-    for group in yaml.safe_load((RULES / "hostperf-alerts.yml").read_text(encoding="utf-8"))["groups"]:
-        for rule in group["rules"]:
-            out.setdefault((rule["alert"], rule["labels"].get("signal")), rule["annotations"])
-    return out
-
-
-def expand(template, labels, value):
-    def with_label(match):  # {{ with $labels.x }}...{{ . }}...{{ end }}
-        have = labels.get(match.group(1))
-        return match.group(2).replace("{{ . }}", have) if have else ""
-    template = re.sub(r"\{\{ with \$labels\.([a-z_]+) \}\}(.*?)\{\{ end \}\}", with_label, template)
-
-    def one(match):
-        ref = match.group(1)
-        if ref == "$value":
-            return f"{value:g}"
-        return labels[ref[len("$labels."):]]
-    out = re.sub(r"\{\{ (\$value|\$labels\.[a-z_]+) \}\}", one, template)
-    if "{{" in out:
-        raise ValueError(f"template needs more than labels and plain values: {template}")
-    return out
 
 
 def host(i):

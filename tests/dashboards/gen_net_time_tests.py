@@ -23,38 +23,17 @@ import hashlib
 import os
 import pathlib
 import random
-import re
 import sys
 
 import yaml
+
+from alert_templates import alert_templates, expand
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULES = ROOT / "dashboards" / "rules"
 
 
-def templates():
-    out = {}
-    for group in yaml.safe_load((RULES / "hostperf-alerts.yml").read_text())["groups"]:
-        for rule in group["rules"]:
-            out[(rule["alert"], rule["labels"].get("signal"))] = rule["annotations"]
-    return out
-
-
-T = templates()
-
-
-def expand(template, labels, value, extra=None):
-    for k, v in (extra or {}).items():
-        template = template.replace(k, v)
-
-    def one(m):
-        ref = m.group(1)
-        if ref == "$value":
-            return f"{value:g}"
-        return labels[ref[len("$labels."):]]
-    out = re.sub(r"\{\{ (\$value|\$labels\.[a-z_]+) \}\}", one, template)
-    assert "{{" not in out, out
-    return out
+T = alert_templates()
 
 
 def alert(name, labels, value, signal=None, extra=None):
