@@ -100,6 +100,14 @@
     baselineWindow: '7d',  // a host's own baseline (median)
     latencyWindow: '1h',  // disk op-latency p99
     errorWindow: '1h',  // integrity error counters
+    // Every rule group's `interval`: the probes change their series every 30 s
+    // (net) to 15 min (disk), and at 1000 hosts the network recording rules
+    // cost over half of a 15 s interval in CPU (docs/benchmarks.md). '' leaves
+    // the groups on Prometheus' global evaluation_interval.
+    ruleEvaluationInterval: '1m',
+    // The interval of the group that samples the baselines' inputs
+    // (rules/baselines.libsonnet); '' leaves it on ruleEvaluationInterval.
+    baselineSampleInterval: '15m',
     forExporterDown: '5m',
     forShort: '5m',  // net host-level, clock skew, config reload
     forMedium: '15m',  // link alerts, CPU throttling, full-run figures

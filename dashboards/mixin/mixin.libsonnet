@@ -7,6 +7,7 @@
 (import 'rules/memory.libsonnet') +
 (import 'rules/net.libsonnet') +
 (import 'rules/exporter.libsonnet') +
+(import 'rules/baselines.libsonnet') +
 (import 'rules/sidecar.libsonnet') +
 (import 'alerts/cpu.libsonnet') +
 (import 'alerts/disk.libsonnet') +

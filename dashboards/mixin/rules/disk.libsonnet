@@ -45,10 +45,11 @@ local p = import '../lib/promql.libsonnet';
           ||| % [m('hostperf_disk_throughput_bytes_per_second', 'test=~"%s"' % c.diskTests), c.smoothWindow,
                  m('hostperf_disk_directory_info')]),
         },
-        // The host's own baseline per directory and test: the median of the window.
+        // The host's own baseline per directory and test: the median of the window
+        // (of the input sampled every baselineSampleInterval: rules/baselines.libsonnet).
         {
           record: 'hostperf:disk_throughput_bytes_per_second:baseline',
-          expr: 'quantile_over_time(0.5, hostperf:disk_throughput_bytes_per_second:smoothed[%s])' % c.baselineWindow,
+          expr: 'quantile_over_time(0.5, hostperf:disk_throughput_bytes_per_second:smoothed_sampled[%s])' % c.baselineWindow,
         },
         {
           record: 'hostperf:disk_throughput_bytes_per_second:baseline_ratio',
@@ -123,7 +124,7 @@ local p = import '../lib/promql.libsonnet';
         },
         {
           record: 'hostperf:disk_op_latency_seconds:p99_1h_baseline_7d',
-          expr: 'quantile_over_time(0.5, hostperf:disk_op_latency_seconds:p99_1h[%s])' % c.baselineWindow,
+          expr: 'quantile_over_time(0.5, hostperf:disk_op_latency_seconds:p99_1h_sampled[%s])' % c.baselineWindow,
         },
       ],
     }],

@@ -19,7 +19,7 @@ local p = import '../lib/promql.libsonnet';
         // keeps the default, 7d, for the dashboards).
         {
           record: 'hostperf:memory_bandwidth_bytes_per_second:baseline_7d',
-          expr: 'quantile_over_time(0.5, hostperf:memory_bandwidth_bytes_per_second:by_binary[%s])' % c.baselineWindow,
+          expr: 'quantile_over_time(0.5, hostperf:memory_bandwidth_bytes_per_second:by_binary_sampled[%s])' % c.baselineWindow,
         },
         {
           record: 'hostperf:memory_bandwidth_bytes_per_second:baseline_ratio',

@@ -96,10 +96,6 @@ local p = import '../lib/promql.libsonnet';
           expr: link('histogram_quantile(0.5, rate(%s[%s]))' % [m('hostperf_net_rtt_seconds_bucket'), c.rateWindow]),
         },
         {
-          record: 'hostperf:net_rtt_seconds:p99_5m',
-          expr: link('histogram_quantile(0.99, rate(%s[%s]))' % [m('hostperf_net_rtt_seconds_bucket'), c.rateWindow]),
-        },
-        {
           record: 'hostperf:net_packet_loss_ratio:rate10m',
           expr: link(|||
             rate(%s[%s])
