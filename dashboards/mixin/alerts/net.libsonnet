@@ -22,12 +22,20 @@ local p = import '../lib/promql.libsonnet';
     // The target's exporter was down at some scrape within the window: a dead
     // host or a reboot, paged by HostperfExporterDown alone.
     local exporterWasDown(window) = p.hostLabels(c, 'min_over_time(%s[%s]) == 0' % [upSel, window]),
+    // The target's exporter started within lossWindow: its responder was
+    // silent for the restart, and those lost pings are no fault.
+    local started = p.hostLabels(c, 'time() - process_start_time_seconds%s < %d' % [
+      if c.exporterSelector == '' then '' else '{%s}' % c.exporterSelector, p.seconds(c.lossWindow)]),
     // Quote the reference tool only where the threshold is its default.
     local ref(value, default, tool, what) =
       if value == default then "%s's %s" % [tool, what] else 'the configured %s' % what,
     // A link alert only where neither end is impaired as a whole, the
     // observer does not see most of its links bad (then it is the fault) and
-    // the link's rack pair is not degraded as a whole. The observer's rack is
+    // the link's rack pair is not degraded as a whole, at any evaluation of
+    // the last lossWindow (a link's loss outlives the host-level fault that
+    // explains it: without the window the link alerts held back during the
+    // fault would page after it), and the target's exporter neither restarted
+    // nor was down in it. The observer's rack is
     // named peer_<rack> on alerts (the other end's rack), as on
     // HostperfNetRackPairDegraded, so that Alertmanager can match them.
     local linkOnly(expr) = |||
@@ -35,12 +43,15 @@ local p = import '../lib/promql.libsonnet';
         (
           %(e)s
         )
-          unless on(%(f)s, %(h)s) (hostperf_host:net_impaired:bool == 1)
-          unless on(%(f)s, %(o)s) label_replace(hostperf_host:net_impaired:bool == 1, "%(o)s", "$1", "%(h)s", "(.*)")
-          unless on(%(f)s, %(o)s) (hostperf_observer:net_impaired:bool == 1)
-          unless on(%(f)s, %(r)s, %(or)s) (hostperf_rack_pair:net_degraded:bool == 1),
+          unless on(%(f)s, %(h)s) (max_over_time(hostperf_host:net_impaired:bool[%(w)s]) == 1)
+          unless on(%(f)s, %(o)s) label_replace(max_over_time(hostperf_host:net_impaired:bool[%(w)s]) == 1, "%(o)s", "$1", "%(h)s", "(.*)")
+          unless on(%(f)s, %(o)s) (max_over_time(hostperf_observer:net_impaired:bool[%(w)s]) == 1)
+          unless on(%(f)s, %(r)s, %(or)s) (max_over_time(hostperf_rack_pair:net_degraded:bool[%(w)s]) == 1)
+          unless on(%(f)s, %(h)s) %(started)s
+          unless on(%(f)s, %(h)s) %(down)s,
       "%(pr)s", "$1", "%(or)s", "(.*)"), "%(or)s", "", "", "")
-    ||| % { e: std.stripChars(expr, '\n'), f: f, h: h, o: o, r: r, or: or_, pr: pr },
+    ||| % { e: std.stripChars(expr, '\n'), f: f, h: h, o: o, r: r, or: or_, pr: pr, w: c.lossWindow,
+            started: std.stripChars(started, '\n'), down: std.stripChars(exporterWasDown(c.lossWindow), '\n') },
     local linkDescription(what) =
       'The observer {{ $labels.%s }} ({{ $labels.instance }}) %s {{ $labels.%s }} ({{ $labels.peer }}), for %s, while the other observers of {{ $labels.%s }} do not: a fault on this link (path, port, firewall) rather than at either host.' % [o, what, h, p.words(c.forMedium), h],
     groups+: [{
@@ -95,7 +106,11 @@ local p = import '../lib/promql.libsonnet';
         // flapping is HostperfNetHostUnreachable's), within lossWindow of its
         // exporter's (re)start (process_start_time_seconds: the responder was
         // down for the restart) and within lossWindow of a failed scrape of
-        // it (a reboot: HostperfExporterDown's).
+        // it (a reboot: HostperfExporterDown's), and while most observers'
+        // bursts to it are below half their cap (a rate-limited NIC drops pings
+        // during the bursts: one fault, HostperfNetHostThroughputLow's). Held
+        // for lossWindow after its condition clears, so that loss hovering at
+        // the threshold is one alert, not one per crossing.
         a('HostperfNetHostDegraded',
           |||
             (%(lossy)s)
@@ -105,16 +120,18 @@ local p = import '../lib/promql.libsonnet';
             %(started)s
               unless on(%(f)s, %(h)s)
             %(down)s
+              unless on(%(f)s, %(h)s)
+            (%(slow)s)
           ||| % {
             lossy: cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'),
             f: f, h: h, flap: c.flapWindow,
-            started: p.hostLabels(c, 'time() - process_start_time_seconds%s < %d' % [
-              if c.exporterSelector == '' then '' else '{%s}' % c.exporterSelector, p.seconds(c.lossWindow)]),
+            started: started,
             down: exporterWasDown(c.lossWindow),
+            slow: cond.majority('hostperf_host:net_observers_throughput_low:count', 'hostperf_host:net_observers_throughput_measured:count'),
           },
           'warning', 'Packet loss to %s' % hostIn,
           '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s, while it answers them (not unreachable in the last %s, no restart of its exporter in the last %s).' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.forShort), p.words(c.flapWindow), p.words(c.lossWindow)],
-          c.forShort, { signal: 'loss' }),
+          c.forShort, { signal: 'loss' }, c.lossWindow),
         // Bursts are capped (probes.net.throughput_rate): a burst below half its
         // cap from most observers means the host's network cannot take even that.
         a('HostperfNetHostThroughputLow',
