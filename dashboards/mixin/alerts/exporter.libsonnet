@@ -10,10 +10,13 @@ local p = import '../lib/promql.libsonnet';
       rules: [
         // The expression of hostperf:probe_seconds_since_success, inline: an alert on a
         // recording rule of another group may see its value one evaluation late.
+        // group_left(): a one-to-one match on(...) keeps only the matched labels,
+        // and the alert lost the target's cluster and rack (its cluster became the
+        // job's, so the inhibition by HostperfExporterDown never matched it).
         a('HostperfProbeStale',
           p.hostLabels(c, |||
             %s
-            > on(instance, job, probe) %d * %s
+            > on(instance, job, probe) group_left() %d * %s
           ||| % [std.stripChars($._probeSecondsSinceSuccess, '\n'), c.probeStaleIntervals, m('hostperf_probe_interval_seconds')]),
           'warning', 'Probe {{ $labels.probe }} has not succeeded for %d intervals on {{ $labels.instance }}' % c.probeStaleIntervals,
           'The {{ $labels.probe }} probe on {{ $labels.instance }} (job {{ $labels.job }}) last succeeded {{ $value | humanizeDuration }} ago, more than %d of its intervals: it fails, is skipped (budget, free space, no peers) or times out.' % c.probeStaleIntervals),
