@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prometheus-side cost of the shipped rules (issue 32): evaluation time of
+# Prometheus-side cost of the shipped rules: evaluation time of
 # every group of dashboards/rules/hostperf-{recording,alerts}.yml in a real
 # Prometheus scraping a synthetic fleet of N hosts.
 #   bench/rules/run.sh [N...]          (default: 300 1000)

@@ -77,7 +77,7 @@ the renamed host's observers' alerts under its scrape target's name and
 inhibited by its ExporterDown, no page
 naming a healthy host or a host's peers_file spelling, none after recovery.
 
-Known gaps: KNOWN_GAPS lists the pages the rules still give where issue 32
+Known gaps: KNOWN_GAPS lists the pages the rules still give where this simulation
 says they must not (an exporter restart's link loss, the shaped NIC's loss
 alerts); they are tolerated and printed as KNOWN GAP, --strict fails on them.
 A fault whose alert the generated rules do not have (rack pair, cluster disk,
@@ -151,7 +151,7 @@ GROUP_WAIT = "5s"
 GROUP_INTERVAL = "10s"
 REPEAT_INTERVAL = "2m"
 
-# Pages the rules still give where issue 32 says they must not, by (alert,
+# Pages the rules still give where this simulation says they must not, by (alert,
 # fault): tolerated (each at most once, printed as KNOWN GAP) so that the rest
 # of the simulation keeps guarding; --strict fails on them. Remove an entry
 # when the rules are fixed.

@@ -158,7 +158,7 @@ TEST(ExporterBinary, ConfigCheckValidatesAndExits) {
   EXPECT_THAT(failed.err, MatchesRegex(".*" + bad + ":3:[0-9]+: .*intervall.*\n"));
 }
 
-// Issue 32: a peers list that does not contain this host is valid, but its
+// A peers list that does not contain this host is valid, but its
 // alerts could not be joined to its scrape target: a warning saying what to
 // check, the check still passes. Names resolve as the daemon resolves them.
 TEST(ExporterBinary, ConfigCheckWarnsWhenThisHostIsNotInThePeers) {

@@ -2,7 +2,7 @@
 // and responder port (and never probes it), and a host removed from the file
 // loses every series on the others at their next runs, without a reload.
 // Each says which entry it is (hostperf_net_self_info), and a file emptied
-// by mistake is refused as a bad edit (issue 32).
+// by mistake is refused as a bad edit.
 #include <gtest/gtest.h>
 
 #include <chrono>

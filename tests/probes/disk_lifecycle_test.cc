@@ -189,7 +189,7 @@ TEST_F(DiskLifecycleTest, RoleChangeReplacesTheInfoSeries) {
   EXPECT_EQ(Series("hostperf_disk_directory_info"), (std::vector<Labels>{Info(A(), "archive")}));
 }
 
-// Issue 32: device_class comes from the probe's own roots (a fixture here),
+// Device_class comes from the probe's own roots (a fixture here),
 // read at start-up and again at each reload, not at each run.
 TEST(DiskDeviceClassLifecycleTest, DeviceClassIsReadAtStartUpAndOnReload) {
   TempDir state;

@@ -151,7 +151,7 @@ TEST(DiskMembersTest, DirectoryResolvesThroughMountinfo) {
   EXPECT_EQ(array->members[1].device, "loop9");
 }
 
-// Issue 32: the device class the fleet comparison groups by, read from the
+// The device class the fleet comparison groups by, read from the
 // mount and the disks at the bottom of the stack.
 TEST(DiskDeviceClassTest, MediaTransportAndFilesystemFromSysfs) {
   FakeSysfs sys;

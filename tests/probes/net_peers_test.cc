@@ -301,7 +301,7 @@ TEST(NetPeersFileTest, BadEditIsCountedOnceAndKeepsTheLastGoodList) {
   EXPECT_EQ(file.failures(), 1u);
 }
 
-// Issue 32: `[]` replacing a good list is a bad edit like any other (the
+// `[]` replacing a good list is a bad edit like any other (the
 // last good list kept, counted once, not valid), not a silent drop of every
 // peer; the same file is taken once the operator allows empty lists.
 TEST(NetPeersFileTest, EmptyListReplacingAGoodOneIsRefusedUnlessAllowed) {

@@ -292,7 +292,7 @@ TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
   EXPECT_EQ(CountPeerSeries(families, other), kSeriesPerRoutedPeer);
 }
 
-// Issue 32: the entry this host found itself as, spelled as the peer label,
+// The entry this host found itself as, spelled as the peer label,
 // so that the mixin can join its alerts to the scrape target's name; absent
 // without one, and moved or removed with the membership.
 TEST_F(NetProbeTest, SelfInfoNamesTheEntryThisHostFoundItselfAs) {
@@ -334,7 +334,7 @@ TEST_F(NetProbeTest, SelfInfoNamesTheEntryThisHostFoundItselfAs) {
   EXPECT_EQ(Gauge(families, "hostperf_net_self_info", {{"peer", "db02:14159"}}), 1);
 }
 
-// Issue 32: `[]` written over a good peers file keeps the last good list
+// `[]` written over a good peers file keeps the last good list
 // (the per-peer series stay), counts once and reads as not valid; with
 // allow_empty_peers_file the empty list is taken. No peers_file: no gauge.
 TEST_F(NetProbeTest, EmptiedPeersFileKeepsTheLastGoodListUnlessAllowed) {

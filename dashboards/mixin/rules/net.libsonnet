@@ -30,7 +30,7 @@ local p = import '../lib/promql.libsonnet';
     groups+: [{
       name: 'hostperf-net-recording',
       rules: [
-        // --- host identity (issue 32) ------------------------------------------
+        // --- host identity ----------------------------------------------------
         // One series per scrape target of exporterSelector: `host` is its
         // canonical name (instance minus port), net_name the name it has in the
         // peers_file (hostperf_net_self_info{peer}, port removed) or, when the
