@@ -107,10 +107,17 @@ TEST(NetPeersFileIntegrationTest, OwnEntryIsSkippedAndARemovedHostLosesItsSeries
   }
   EXPECT_NE(daemons[0]->process().Stderr().find("in the peer list"), std::string::npos)
       << daemons[0]->process().Stderr();
+  // Each after its first net run (the third daemon's may not have happened
+  // yet: the waits above are for the first two).
   for (int i = 0; i < 3; ++i) {
-    const std::string m = daemons[i]->Metrics();
-    EXPECT_NE(m.find("hostperf_net_self_info{peer=\"" + Peer(ports[i]) + "\"} 1"), std::string::npos) << m;
-    EXPECT_NE(m.find("hostperf_net_peers_file_valid 1"), std::string::npos) << m;
+    SCOPED_TRACE("daemon " + std::to_string(i));
+    const std::string self = "hostperf_net_self_info{peer=\"" + Peer(ports[i]) + "\"} 1";
+    EXPECT_TRUE(daemons[i]->WaitFor(
+        [&](const std::string& m) {
+          return m.find(self) != std::string::npos && m.find("hostperf_net_peers_file_valid 1") != std::string::npos;
+        },
+        30s))
+        << daemons[i]->Metrics();
   }
 
   // Host 2 leaves the file: gone from the others' expositions within a few runs.
