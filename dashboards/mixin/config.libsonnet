@@ -108,6 +108,13 @@
     // The interval of the group that samples the baselines' inputs
     // (rules/baselines.libsonnet); '' leaves it on ruleEvaluationInterval.
     baselineSampleInterval: '15m',
+    // The interval of the long-window group (rules/baselines.libsonnet: the
+    // disk op-latency p99 over latencyWindow and the baselineWindow medians,
+    // whose inputs change every 15 minutes), under Prometheus' 5-minute
+    // look-back so that its series never gap between evaluations; also the
+    // width of the latency histogram's increments summed over latencyWindow.
+    // '' leaves it on ruleEvaluationInterval (increments over rateWindow).
+    longWindowInterval: '4m',
     forExporterDown: '5m',
     forShort: '5m',  // net host-level, clock skew, config reload
     forMedium: '15m',  // link alerts, CPU throttling, full-run figures

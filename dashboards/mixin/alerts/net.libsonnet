@@ -107,8 +107,9 @@ local p = import '../lib/promql.libsonnet';
         // exporter's (re)start (process_start_time_seconds: the responder was
         // down for the restart) and within lossWindow of a failed scrape of
         // it (a reboot: HostperfExporterDown's), and while most observers'
-        // bursts to it are below half their cap (a rate-limited NIC drops pings
-        // during the bursts: one fault, HostperfNetHostThroughputLow's). Held
+        // bursts to it were below half their cap at any evaluation of the last
+        // lossWindow (a rate-limited NIC drops pings during the bursts: one
+        // fault, HostperfNetHostThroughputLow's, also after it clears). Held
         // for lossWindow after its condition clears, so that loss hovering at
         // the threshold is one alert, not one per crossing.
         a('HostperfNetHostDegraded',
@@ -121,13 +122,13 @@ local p = import '../lib/promql.libsonnet';
               unless on(%(f)s, %(h)s)
             %(down)s
               unless on(%(f)s, %(h)s)
-            (%(slow)s)
+            (max_over_time(hostperf_host:net_throughput_low:bool[%(w)s]) == 1)
           ||| % {
             lossy: cond.majority('hostperf_host:net_observers_lossy:count', 'hostperf_host:net_observers:count'),
             f: f, h: h, flap: c.flapWindow,
             started: started,
             down: exporterWasDown(c.lossWindow),
-            slow: cond.majority('hostperf_host:net_observers_throughput_low:count', 'hostperf_host:net_observers_throughput_measured:count'),
+            w: c.lossWindow,
           },
           'warning', 'Packet loss to %s' % hostIn,
           '{{ $value }} of the observers of {{ $labels.%s }} (%s {{ $labels.%s }}), most of them, lose more than %g %% of their UDP pings to it over %s, for %s, while it answers them (not unreachable in the last %s, no restart of its exporter in the last %s).' % [h, f, f, c.lossRatio * 100, p.words(c.lossWindow), p.words(c.forShort), p.words(c.flapWindow), p.words(c.lossWindow)],

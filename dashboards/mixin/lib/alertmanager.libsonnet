@@ -27,9 +27,9 @@ function(c) {
       target_matchers: ['alertname=~Hostperf.*', 'alertname!=HostperfExporterDown'],
       equal: scope,
     },
-    // A host unreachable or degraded as a whole explains the link alerts into it.
+    // A host unreachable, degraded or slow as a whole explains the link alerts into it.
     {
-      source_matchers: ['alertname=~HostperfNetHostUnreachable|HostperfNetHostDegraded'],
+      source_matchers: ['alertname=~HostperfNetHostUnreachable|HostperfNetHostDegraded|HostperfNetHostThroughputLow'],
       target_matchers: ['alertname=HostperfNetLinkDegraded'],
       equal: scope,
     },

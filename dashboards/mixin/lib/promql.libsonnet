@@ -54,6 +54,18 @@
       self.linkLabelsRaw(c, expr), c.hostLabel, c.fleetLabel, c.hostLabel, c.rackLabel,
     ],
 
+  // The labels of hostperf:net_link_identity (rules/net.libsonnet), one
+  // series per link: a per-link series gets them by one join on the link
+  // (instance, job, peer) instead of running linkLabels' chain of
+  // label_replace and its identity join itself (most of the per-link rules'
+  // cost at 1000 hosts: docs/benchmarks.md, rule evaluation).
+  linkIdentityLabels(c):: [c.hostLabel, c.observerLabel, c.fleetLabel, c.rackLabel, 'observer_' + c.rackLabel],
+  linkIdentityKey(c):: std.set(['instance', 'job', 'peer', c.fleetLabel, c.fleetFallbackLabel, c.rackLabel]),
+  withLinkIdentity(c, expr)::
+    '(\n%s\n)\n  * on(instance, job, peer) group_left(%s)\nhostperf:net_link_identity' % [
+      self.indent(expr), std.join(', ', self.linkIdentityLabels(c)),
+    ],
+
   // A Prometheus duration ('90s', '10m', '1h30m', '7d') in seconds.
   seconds(d)::
     local units = { s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };

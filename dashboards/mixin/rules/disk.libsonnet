@@ -45,12 +45,8 @@ local p = import '../lib/promql.libsonnet';
           ||| % [m('hostperf_disk_throughput_bytes_per_second', 'test=~"%s"' % c.diskTests), c.smoothWindow,
                  m('hostperf_disk_directory_info')]),
         },
-        // The host's own baseline per directory and test: the median of the window
-        // (of the input sampled every baselineSampleInterval: rules/baselines.libsonnet).
-        {
-          record: 'hostperf:disk_throughput_bytes_per_second:baseline',
-          expr: 'quantile_over_time(0.5, hostperf:disk_throughput_bytes_per_second:smoothed_sampled[%s])' % c.baselineWindow,
-        },
+        // hostperf:disk_throughput_bytes_per_second:baseline, the host's own
+        // baseline per directory and test: rules/baselines.libsonnet.
         {
           record: 'hostperf:disk_throughput_bytes_per_second:baseline_ratio',
           expr: |||
@@ -114,18 +110,7 @@ local p = import '../lib/promql.libsonnet';
           record: 'hostperf_fleet:disk_throughput_bytes_per_second:baseline_ratio_median',
           expr: 'quantile by (%s) (0.5, hostperf:disk_throughput_bytes_per_second:baseline_ratio)' % group,
         },
-        // Op-latency p99 over latencyWindow and its baseline (median of the p99s).
-        // The names keep the default windows (1h, 7d) for the dashboards.
-        {
-          record: 'hostperf:disk_op_latency_seconds:p99_1h',
-          expr: |||
-            histogram_quantile(0.99, rate(%s[%s]))
-          ||| % [m('hostperf_disk_op_latency_seconds_bucket'), c.latencyWindow],
-        },
-        {
-          record: 'hostperf:disk_op_latency_seconds:p99_1h_baseline_7d',
-          expr: 'quantile_over_time(0.5, hostperf:disk_op_latency_seconds:p99_1h_sampled[%s])' % c.baselineWindow,
-        },
+        // The op-latency p99 and its baseline: rules/baselines.libsonnet.
       ],
     }],
   },

@@ -15,12 +15,8 @@ local p = import '../lib/promql.libsonnet';
               * on(instance, job) group_left(fingerprint) %s
           ||| % [m('hostperf_memory_bandwidth_bytes_per_second', 'threads="1"'), m('hostperf_build_info')]),
         },
-        // Per-host, per-binary baseline: the median of baselineWindow (the name
-        // keeps the default, 7d, for the dashboards).
-        {
-          record: 'hostperf:memory_bandwidth_bytes_per_second:baseline_7d',
-          expr: 'quantile_over_time(0.5, hostperf:memory_bandwidth_bytes_per_second:by_binary_sampled[%s])' % c.baselineWindow,
-        },
+        // hostperf:memory_bandwidth_bytes_per_second:baseline_7d, the
+        // per-host, per-binary baseline: rules/baselines.libsonnet.
         {
           record: 'hostperf:memory_bandwidth_bytes_per_second:baseline_ratio',
           expr: |||

@@ -15,7 +15,7 @@ local p = import '../lib/promql.libsonnet';
     local by = '%s, %s, %s' % [f, r, h],
     local obs = '%s, %s, %s' % [f, or_, c.observerLabel],
     local pair = '%s, %s, %s' % [f, r, or_],
-    local link(expr) = p.linkLabels(c, expr),
+    local link(expr) = p.withLinkIdentity(c, expr),
     // Links whose rack pair is degraded as a whole (HostperfNetRackPairDegraded)
     // are explained by the fabric between the racks: left out of the host-level
     // and observer-level counts and of the link alerts.
@@ -91,6 +91,16 @@ local p = import '../lib/promql.libsonnet';
           ||| % { f: f, h: h, r: r },
         },
         // --- per link: labels instance, job, peer, host (target), observer ----
+        // One series per link (value 1) carrying the link's labels: host and
+        // rack of the target through its identity, observer and
+        // observer_rack, the filled fleet label. The per-link rules below join
+        // it on (instance, job, peer); it follows the links the observers
+        // report (hostperf_net_peer_up), so a link no longer observed leaves
+        // the per-link series with it.
+        {
+          record: 'hostperf:net_link_identity',
+          expr: p.linkLabels(c, 'group by (%s) (%s)' % [std.join(', ', p.linkIdentityKey(c)), m('hostperf_net_peer_up')]),
+        },
         {
           record: 'hostperf:net_rtt_seconds:p50_5m',
           expr: link('histogram_quantile(0.5, rate(%s[%s]))' % [m('hostperf_net_rtt_seconds_bucket'), c.rateWindow]),
@@ -242,8 +252,22 @@ local p = import '../lib/promql.libsonnet';
               hostperf_host:net_observers:count * 0
           ||| % $._netCondition.unreachable,
         },
-        // 1 while the host is unreachable or degraded as a whole (the host-level
-        // alerts' conditions), else 0: link alerts into or out of it are implied.
+        // 1 while most observers' latest bursts to the host reach less than
+        // half their cap (HostperfNetHostThroughputLow's condition), else 0. A
+        // shaped or failing NIC also drops pings during the bursts: that loss
+        // is the same fault, and its maximum over lossWindow keeps the loss
+        // alerts quiet for as long as the loss window still holds it.
+        {
+          record: 'hostperf_host:net_throughput_low:bool',
+          expr: |||
+            (%s) * 0 + 1
+            or
+              hostperf_host:net_observers_throughput_measured:count * 0
+          ||| % $._netCondition.majority('hostperf_host:net_observers_throughput_low:count', 'hostperf_host:net_observers_throughput_measured:count'),
+        },
+        // 1 while the host is unreachable, degraded or slow as a whole (the
+        // host-level alerts' conditions), else 0: link alerts into or out of
+        // it are implied.
         {
           record: 'hostperf_host:net_impaired:bool',
           expr: |||
@@ -253,6 +277,8 @@ local p = import '../lib/promql.libsonnet';
                 (%(rtt)s)
               or
                 (%(loss)s)
+              or
+                (hostperf_host:net_throughput_low:bool == 1)
             ) * 0 + 1
             or
               hostperf_host:net_observers:count * 0
