@@ -2,7 +2,8 @@
 """Feeds layering_check.py one violation of each layer rule in a scratch tree
 and expects it to refuse each, naming the rule; a tree that follows the
 layering (a probe including its own and the common headers, registry.cc
-naming every probe, the daemon's main including the daemon) passes.
+including the generated module list, the daemon's main including the daemon)
+passes.
 
 Usage: layering_check_test.py   (exit 0 pass, 1 fail; prints N passed, N failed)
 """
@@ -20,7 +21,7 @@ CLEAN = {
     "probes/common/src/probe.cc": ['hostperf/probes/probe.h', 'hostperf/config/config.h'],
     "probes/net/src/net_probe.cc": ['hostperf/probes/net/net_probe.h', 'hostperf/probes/probe.h'],
     "probes/disk/src/disk_probe.cc": ['hostperf/probes/disk/disk_probe.h', 'hostperf/probes/figures.h'],
-    "probes/registry.cc": ['hostperf/probes/net/module.h', 'hostperf/probes/disk/module.h'],
+    "probes/registry.cc": ['hostperf/probes/probe.h', 'hostperf/probes/registered_modules.h'],
     "exporter/cmd/src/main_exporter.cc": ['hostperf/daemon/daemon.h'],
     "exporter/cmd/src/main_cli.cc": ['hostperf/runs/full_run.h', 'hostperf/probes/probe.h'],
 }
@@ -37,6 +38,8 @@ VIOLATIONS = [
      "the one-shot CLI (main_cli.cc) must not include daemon/"),
     ("probe -> exporter", "probes/disk/src/disk_probe.cc", "hostperf/runs/full_run.h",
      "probes/ must not include exporter headers"),
+    ("registry -> probe", "probes/registry.cc", "hostperf/probes/net/module.h",
+     "probes/registry.cc names no probe"),
 ]
 
 

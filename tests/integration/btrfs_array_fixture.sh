@@ -18,7 +18,7 @@
 # BACKING (its disk) and CGROUP (its cgroup.procs directory). Exit 77 with
 # one line when this host cannot (not root, no btrfs, no cgroup v1 blkio).
 # This kernel has no md driver and no device-mapper: md and dm stacks are
-# covered by the fixture-tree unit tests (tests/probes/disk_members_test.cc)
+# covered by the fixture-tree unit tests (tests/probes/disk/disk_members_test.cc)
 # only.
 set -euo pipefail
 PATH=/usr/sbin:/sbin:/usr/bin:/bin

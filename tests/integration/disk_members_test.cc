@@ -4,7 +4,7 @@
 // disk probe must name that member and only it, in `hostperf io` and in the
 // daemon's scheduled runs. This kernel has no md driver and no device-mapper:
 // md and dm stacks are covered by the fixture-tree unit tests
-// (tests/probes/disk_members_test.cc) only. Skipped with the reason where the
+// (tests/probes/disk/disk_members_test.cc) only. Skipped with the reason where the
 // host cannot (not root, no btrfs, no cgroup v1 blkio).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -220,7 +220,7 @@ struct ProbeModule {
   std::vector<std::string> (*config_warnings)(const config::ProbeConfig& section) = nullptr;
 };
 
-// Every probe: the built-in ones, one line each in probes/registry.cc, then
+// Every probe: the built-in ones (each folder of probes/, by name), then
 // those registered with RegisterProbe, in registration order.
 std::span<const ProbeModule* const> AllProbes();
 const ProbeModule* FindProbe(std::string_view name);

@@ -50,7 +50,7 @@ struct CpuProbeConfig : config::ProbeSection {
   std::uint32_t max_cores = 512;
 };
 
-// vcpuperf: the cpu probe's module (registered in probes/registry.cc).
+// vcpuperf: the cpu probe's module (registered from its folder: probes/CMakeLists.txt).
 extern const ProbeModule kModule;
 
 // The headline figures of a cpu result: low-load median (200 µs / 1 ms),

@@ -43,7 +43,7 @@ inline constexpr std::string_view kStateRole = "state";
 inline constexpr std::string_view kDataRole = "data";
 inline constexpr std::size_t kMaxRoleLength = 32;
 
-// vioperf: the disk probe's module (registered in probes/registry.cc).
+// vioperf: the disk probe's module (registered from its folder: probes/CMakeLists.txt).
 extern const ProbeModule kModule;
 
 // The headline figures of a disk result: Write and Read per physical core

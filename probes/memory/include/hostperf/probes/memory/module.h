@@ -14,7 +14,7 @@ struct MemoryProbeConfig : config::ProbeSection {
   std::uint64_t memory_budget = 256 * config::kMiB;  // cap on the three arrays of a scheduled run
 };
 
-// STREAM: the memory probe's module (registered in probes/registry.cc).
+// STREAM: the memory probe's module (registered from its folder: probes/CMakeLists.txt).
 extern const ProbeModule kModule;
 
 // The headline figure of a memory result: triad bandwidth (information).

@@ -45,7 +45,7 @@ struct NetProbeConfig : config::ProbeSection {
   std::uint32_t rate_limit = 1000;
 };
 
-// vnetperf: the net probe's module (registered in probes/registry.cc).
+// vnetperf: the net probe's module (registered from its folder: probes/CMakeLists.txt).
 extern const ProbeModule kModule;
 
 // The headline figures of a net result: RTT (200 / 1000 µs), clock offset
