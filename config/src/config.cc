@@ -358,6 +358,30 @@ class Loader {
             }};
   }
 
+  // The keys every probe section shares (`seen` notes which were given).
+  static Fields ScheduleFields(Loader& loader, ProbeSchedule* schedule, Seen* interval, Seen* timeout) {
+    return {
+        loader.Bool("enabled", &schedule->enabled),
+        loader.DurationField("interval", &schedule->interval, kAtLeastOneSecond, interval),
+        loader.DurationField("timeout", &schedule->timeout, kPositive, timeout),
+    };
+  }
+
+ public:
+  // The names Probe() below reads for `section`, without reading anything.
+  static std::vector<std::string> KeysOf(const SectionSchema& section) {
+    Loader loader("", {});
+    ProbeSchedule schedule;
+    std::shared_ptr<ProbeSection> settings = section.make_defaults();
+    Fields fields = ScheduleFields(loader, &schedule, nullptr, nullptr);
+    Schema own(loader, fields);
+    section.declare(own, *settings);
+    std::vector<std::string> keys;
+    for (const Field& field : fields) keys.push_back(field.name);
+    return keys;
+  }
+
+ private:
   // The schedule keys every probe shares, plus the probe's own fields.
   Field Probe(const SectionSchema& section, ProbeConfig* probe) {
     return {section.name, [this, &section, probe](const toml::node& node, const std::string& path) {
@@ -367,11 +391,7 @@ class Loader {
               std::shared_ptr<ProbeSection> settings = section.make_defaults();
               Seen interval;
               Seen timeout;
-              Fields fields = {
-                  Bool("enabled", &schedule->enabled),
-                  DurationField("interval", &schedule->interval, kAtLeastOneSecond, &interval),
-                  DurationField("timeout", &schedule->timeout, kPositive, &timeout),
-              };
+              Fields fields = ScheduleFields(*this, schedule, &interval, &timeout);
               Schema own(*this, fields);
               section.declare(own, *settings);
               ReadTable(*table, path, fields);
@@ -667,6 +687,8 @@ bool WritableOrCreatable(const std::filesystem::path& dir) {
 }
 
 }  // namespace
+
+std::vector<std::string> SectionKeys(const SectionSchema& section) { return detail::Loader::KeysOf(section); }
 
 Config Defaults(std::span<const SectionSchema> sections) {
   Config config;

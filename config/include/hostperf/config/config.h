@@ -109,6 +109,10 @@ struct Config {
 // of defaults for each of `sections`.
 Config Defaults(std::span<const SectionSchema> sections = {});
 
+// The keys of [probes.<name>] for `section`: the shared schedule keys, then
+// the module's own, in declaration order (top-level keys only).
+std::vector<std::string> SectionKeys(const SectionSchema& section);
+
 // Parses and validates TOML. Errors read "source:line:column: message"
 // (source is the file name given). Unknown keys, wrong types and
 // out-of-range values are errors.
