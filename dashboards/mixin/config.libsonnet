@@ -111,9 +111,8 @@
     // The interval of the long-window group (rules/baselines.libsonnet: the
     // disk op-latency p99 over latencyWindow and the baselineWindow medians,
     // whose inputs change every 15 minutes), under Prometheus' 5-minute
-    // look-back so that its series never gap between evaluations; also the
-    // width of the latency histogram's increments summed over latencyWindow.
-    // '' leaves it on ruleEvaluationInterval (increments over rateWindow).
+    // look-back so that its series never gap between evaluations. '' leaves
+    // it on ruleEvaluationInterval.
     longWindowInterval: '4m',
     forExporterDown: '5m',
     forShort: '5m',  // net host-level, clock skew, config reload

@@ -7,9 +7,6 @@ local p = import '../lib/promql.libsonnet';
   prometheusRules+:: {
     local c = $._config,
     local m(name, matchers='') = p.metric(c, name, matchers),
-    // The width of the latency histogram's increments: the group's interval,
-    // so that consecutive increments tile the window.
-    local tile = if c.longWindowInterval != '' then c.longWindowInterval else c.rateWindow,
     groups+: [{
       // The inputs of the baselineWindow (7d) medians, sampled every
       // baselineSampleInterval: a median over a week of a series recorded
@@ -27,25 +24,14 @@ local p = import '../lib/promql.libsonnet';
       name: 'hostperf-long-window-recording',
       [if c.longWindowInterval != '' then 'interval']: c.longWindowInterval,
       rules: [
-        // The latency histogram's increments over the last `tile`, recorded
-        // at every evaluation. Their sum over latencyWindow is the window's
-        // histogram read from latencyWindow / tile samples a bucket instead of
-        // every scrape of the hour (rate(...[1h]) read 240 a bucket at a 15 s
-        // scrape: 48 M samples an evaluation at 1000 hosts). Counter resets
-        // are handled inside each increment. Where the evaluations come more
-        // often than `tile` (promtool, or longWindowInterval ''), the
-        // increments overlap and the sum counts every operation about as
-        // many times: the quantile of a histogram scaled as a whole is the
-        // same.
-        {
-          record: 'hostperf:disk_op_latency_seconds_bucket:increase_tile',
-          expr: 'increase(%s[%s])' % [m('hostperf_disk_op_latency_seconds_bucket'), tile],
-        },
         // Op-latency p99 over latencyWindow and its baseline (median of the
-        // p99s). The names keep the default windows (1h, 7d) for the dashboards.
+        // p99s). The names keep the default windows (1h, 7d) for the
+        // dashboards. The bucket rate over an hour reads every scrape of it
+        // (240 samples a bucket at 15 s): evaluated here every 4 minutes,
+        // not every minute, as the probe behind it runs every 15.
         {
           record: 'hostperf:disk_op_latency_seconds:p99_1h',
-          expr: 'histogram_quantile(0.99, sum_over_time(hostperf:disk_op_latency_seconds_bucket:increase_tile[%s]))' % c.latencyWindow,
+          expr: 'histogram_quantile(0.99, rate(%s[%s]))' % [m('hostperf_disk_op_latency_seconds_bucket'), c.latencyWindow],
         },
         {
           record: 'hostperf:disk_op_latency_seconds:p99_1h_baseline_7d',
