@@ -1,5 +1,6 @@
 #include "hostperf/runs/run_manager.h"
 
+#include <fmt/format.h>
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 #include <spdlog/spdlog.h>
@@ -55,6 +56,33 @@ unsigned long IdSequence(std::string_view id) {
   return n;
 }
 
+// `text` with control characters (and DEL) escaped as \xNN and cut to
+// kMaxStoredTextBytes on a UTF-8 boundary, saying how long it was.
+std::string StoredText(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (out.size() >= kMaxStoredTextBytes) break;
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  if (out.size() < kMaxStoredTextBytes && out.size() == text.size()) return out;
+  if (out.size() > kMaxStoredTextBytes) out.resize(kMaxStoredTextBytes);
+  while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();  // continuation bytes
+  if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();              // a cut lead byte
+  return out + fmt::format("... ({} bytes)", text.size());
+}
+
+// A probe's result as stored: whole up to kMaxStoredResultBytes of JSON.
+json StoredResult(const json& result) {
+  const std::size_t bytes = result.dump().size();
+  if (bytes <= kMaxStoredResultBytes) return result;
+  return {{"truncated", true}, {"bytes", bytes}};
+}
+
 // Readers that tolerate a hand-edited history file.
 double NumberOr(const json& object, const char* key, double fallback) {
   const auto it = object.find(key);
@@ -89,11 +117,15 @@ class RunManager::Collector final : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override {
     std::vector<json> runs;
     std::map<std::string, double> counts;
+    std::map<std::string, double> history_errors;
+    std::size_t loaded = 0;
     bool active = false;
     {
       std::lock_guard lock(manager_.mu_);
       runs = manager_.runs_;
       counts = manager_.finished_counts_;
+      history_errors = manager_.history_errors_;
+      loaded = manager_.history_loaded_runs_;
       active = manager_.active_.has_value();
     }
     using prometheus::MetricFamily;
@@ -142,9 +174,27 @@ class RunManager::Collector final : public prometheus::Collectable {
         }
       }
     }
+    MetricFamily history_loaded{"hostperf_full_run_history_loaded_runs",
+                                "Full runs loaded from the run history at start-up.",
+                                MetricType::Gauge,
+                                {Gauge(static_cast<double>(loaded), {})}};
+    MetricFamily history_error_total{
+        "hostperf_full_run_history_errors_total",
+        "Run history errors since the daemon started: unloadable (found at start-up and moved aside, or left "
+        "untouched when it could not be moved), write (a history not written).",
+        MetricType::Counter,
+        {}};
+    for (const char* error : {"unloadable", "write"}) {
+      prometheus::ClientMetric metric;
+      metric.label = {Label("error", error)};
+      metric.counter.value = history_errors[error];
+      history_error_total.metric.push_back(std::move(metric));
+    }
     std::vector<MetricFamily> families;
     families.push_back(std::move(active_family));
     families.push_back(std::move(total));
+    families.push_back(std::move(history_loaded));
+    families.push_back(std::move(history_error_total));
     for (MetricFamily* family : {&timestamp, &success, &duration, &figure}) {
       if (!family->metric.empty()) families.push_back(std::move(*family));
     }
@@ -217,19 +267,19 @@ std::string RunManager::NewIdLocked() {
 void RunManager::LoadHistory() {
   if (options_.history_file.empty()) return;
   probes::RemoveStaleTemporaries(options_.history_file);  // a crash mid-write
-  const auto text = probes::ReadWholeFile(options_.history_file);
-  if (!text) return;  // first start
+  std::error_code exists_error;
+  if (!std::filesystem::exists(options_.history_file, exists_error) && !exists_error) {
+    spdlog::info("no run history at {} yet", options_.history_file.string());
+    return;  // first start
+  }
+  const auto text = ReadBoundedFile(options_.history_file, "run history", options_.history_max_bytes);
+  if (!text) return SetHistoryAside(text.error());
   // A file nested too deep is refused before it is built (as corrupt).
   const json parsed = JsonDepthError(*text, kMaxStoredJsonDepth).empty()
                           ? json::parse(*text, nullptr, /*allow_exceptions=*/false)
                           : json(json::value_t::discarded);
   if (!parsed.is_object() || !parsed.contains("runs") || !parsed["runs"].is_array()) {
-    const auto aside = std::filesystem::path(options_.history_file).concat(".corrupt");
-    std::error_code ec;
-    std::filesystem::rename(options_.history_file, aside, ec);
-    spdlog::warn("run history {} is not valid; moved it to {} and starting a new one", options_.history_file.string(),
-                 aside.string());
-    return;
+    return SetHistoryAside("not a run history (JSON {\"runs\": [...]})");
   }
   bool changed = false;
   for (const json& run : parsed["runs"]) {
@@ -253,11 +303,33 @@ void RunManager::LoadHistory() {
     }
   }
   TrimLocked();
+  history_loaded_runs_ = runs_.size();
+  spdlog::info("loaded {} full runs from the run history {}", runs_.size(), options_.history_file.string());
   if (changed) PersistLocked();
 }
 
+void RunManager::SetHistoryAside(std::string_view why) {
+  history_errors_["unloadable"] += 1;
+  const std::string base =
+      options_.history_file.string() + ".unloadable-" + std::to_string(static_cast<long long>(clock_.UnixSeconds()));
+  std::filesystem::path aside = base;
+  std::error_code ec;
+  for (int n = 1; std::filesystem::exists(aside, ec) && n < 1000; ++n) aside = base + "-" + std::to_string(n);
+  std::filesystem::rename(options_.history_file, aside, ec);
+  if (ec) {
+    history_read_only_ = true;
+    spdlog::error(
+        "cannot load the run history {} ({}) nor move it aside ({}): it is left as it is and not "
+        "written; runs are kept in memory only until the file is moved away",
+        options_.history_file.string(), why, ec.message());
+    return;
+  }
+  spdlog::error("cannot load the run history {} ({}): moved it to {} and starting a new one (0 runs loaded)",
+                options_.history_file.string(), why, aside.string());
+}
+
 void RunManager::PersistLocked() {
-  if (options_.history_file.empty()) return;
+  if (options_.history_file.empty() || history_read_only_) return;
   // The document is {"version": N, "runs": [...]}, spliced from each run's
   // text: final runs reuse the text printed when they ended.
   std::map<std::string, std::string> kept;
@@ -277,6 +349,23 @@ void RunManager::PersistLocked() {
   }
   final_text_ = std::move(kept);  // trimmed runs drop out here
   text += "],\"version\":" + std::to_string(kHistoryVersion) + "}\n";
+  if (text.size() > options_.history_max_bytes) {
+    // The oldest run that still has results gives them up; its record stays.
+    for (json& run : runs_) {
+      const auto results = run.find("results");
+      if (results == run.end() || !results->is_object() || results->empty()) continue;
+      spdlog::warn("run history would be {} bytes, over its {} byte cap: dropping the results of run {}", text.size(),
+                   options_.history_max_bytes, run.value("id", ""));
+      *results = json::object();
+      run["results_dropped"] = true;
+      final_text_.erase(run.value("id", ""));
+      return PersistLocked();
+    }
+    spdlog::error("run history would be {} bytes, over its {} byte cap, with no results left to drop: not written",
+                  text.size(), options_.history_max_bytes);
+    history_errors_["write"] += 1;
+    return;
+  }
   pending_history_ = std::move(text);
 }
 
@@ -292,6 +381,8 @@ void RunManager::Flush() {
   if (!text) return;
   if (const auto error = probes::WriteFileAtomically(options_.history_file, *text)) {
     spdlog::error("cannot write run history {}: {}", options_.history_file.string(), error.message());
+    std::lock_guard lock(mu_);
+    history_errors_["write"] += 1;
   }
 }
 
@@ -536,17 +627,18 @@ void RunManager::RecordOutcome(Execution& execution, std::size_t index, const pr
   const std::string& id = execution.id;
   const std::string& name = execution.probes[index];
   if (outcome.status != Status::kSuccess) {
-    spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), outcome.reason, outcome.message);
-    if (!execution.failure) execution.failure = name + ": " + outcome.reason;
+    spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), StoredText(outcome.reason),
+                 StoredText(outcome.message));
+    if (!execution.failure) execution.failure = StoredText(name + ": " + outcome.reason);
   }
   {
     std::lock_guard lock(mu_);
     json* run = FindLocked(id);
     if (run == nullptr) return;
-    (*run)["results"][name] = outcome.result;
+    (*run)["results"][name] = StoredResult(outcome.result);
     (*run)["outcomes"][name] = {{"status", StatusName(outcome.status)},
-                                {"reason", outcome.reason},
-                                {"message", outcome.message},
+                                {"reason", StoredText(outcome.reason)},
+                                {"message", StoredText(outcome.message)},
                                 {"duration_seconds", took},
                                 {"finished_unix_seconds", clock_.UnixSeconds()}};
     (*run)["progress"]["probes_done"] = index + 1;

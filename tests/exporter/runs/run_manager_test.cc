@@ -6,11 +6,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -149,7 +151,7 @@ class RunManagerTest : public ::testing::Test {
   // Fake probes under real probe names, so that the real option validators apply.
   RunManagerTest() : cpu_("cpu", clock_), disk_("disk", clock_) {}
 
-  std::unique_ptr<RunManager> Make(std::size_t history_limit = 20) {
+  std::unique_ptr<RunManager> Make(std::size_t history_limit = 20, std::size_t history_max_bytes = kMaxStateFileBytes) {
     RunManagerHooks hooks;
     hooks.pause_scheduler = [this] {
       pauses_.fetch_add(1);
@@ -163,11 +165,27 @@ class RunManagerTest : public ::testing::Test {
     RunManagerOptions options;
     options.history_file = history_file();
     options.history_limit = history_limit;
+    options.history_max_bytes = history_max_bytes;
     return std::make_unique<RunManager>(std::vector<probes::Probe*>{&cpu_, &disk_}, clock_, std::move(hooks),
                                         std::move(options));
   }
 
   std::filesystem::path history_file() const { return dir_.path() / "runs.json"; }
+
+  // The files an unloadable history was moved to (runs.json.unloadable-<time>[-N]).
+  std::vector<std::filesystem::path> SetAside() const {
+    std::vector<std::filesystem::path> found;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+      if (entry.path().filename().string().rfind("runs.json.unloadable-", 0) == 0) found.push_back(entry.path());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+  }
+
+  static std::string ReadAll(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
 
   // Polls until the run reaches `state` (true) or patience runs out.
   static bool WaitForState(const RunManager& manager, const std::string& id, const std::string& state) {
@@ -480,7 +498,90 @@ TEST_F(RunManagerTest, CorruptHistoryIsMovedAsideAndAFreshOneStarted) {
   { std::ofstream(history_file()) << "{ not json"; }
   auto manager = Make();
   EXPECT_TRUE(manager->Recent(10).empty());
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "runs.json.corrupt"));
+  ASSERT_EQ(SetAside().size(), 1u);
+  EXPECT_EQ(ReadAll(SetAside()[0]), "{ not json");
+  EXPECT_EQ(test_util::SampleValue(manager->Metrics()->Collect(), "hostperf_full_run_history_errors_total",
+                                   {{"error", "unloadable"}}),
+            1);
+}
+
+// A history found over its cap is moved aside whole and a new one started;
+// a second bad history at the same second gets its own name: nothing is
+// overwritten. A good one says how many runs it held.
+TEST_F(RunManagerTest, HistoryOverItsCapIsMovedAsideNeverOverwritten) {
+  const json history = {{"version", 1},
+                        {"runs",
+                         {{{"id", "r-20261201-000000-1"}, {"state", "succeeded"}, {"probes", {"cpu"}}},
+                          {{"id", "r-20261201-000001-2"}, {"state", "failed"}, {"probes", {"cpu"}}}}}};
+  ASSERT_FALSE(probes::WriteFileAtomically(history_file(), history.dump()));
+  {
+    auto manager = Make(20, 4096);
+    EXPECT_EQ(manager->Recent(10).size(), 2u);
+    EXPECT_EQ(test_util::SampleValue(manager->Metrics()->Collect(), "hostperf_full_run_history_loaded_runs"), 2);
+    EXPECT_EQ(test_util::SampleValue(manager->Metrics()->Collect(), "hostperf_full_run_history_errors_total",
+                                     {{"error", "unloadable"}}),
+              0);
+  }
+  const std::string original = ReadAll(history_file());
+  for (int start = 0; start < 2; ++start) {
+    ASSERT_FALSE(probes::WriteFileAtomically(history_file(), original));
+    auto manager = Make(20, original.size() - 1);
+    EXPECT_TRUE(manager->Recent(10).empty());
+    EXPECT_EQ(test_util::SampleValue(manager->Metrics()->Collect(), "hostperf_full_run_history_loaded_runs"), 0);
+    cpu_.Release(true);
+    const std::string id = Accepted(*manager, {{"probes", {"cpu"}}});
+    ASSERT_TRUE(WaitForState(*manager, id, "succeeded"));
+  }
+  const auto aside = SetAside();
+  ASSERT_EQ(aside.size(), 2u);
+  for (const auto& path : aside) EXPECT_EQ(ReadAll(path), original) << path;
+  EXPECT_NE(ReadAll(history_file()), original);
+}
+
+// Text from a probe (a remote server's error body, say) is stored bounded and
+// with control characters escaped; a result too large is replaced by its size.
+TEST_F(RunManagerTest, StoredTextAndResultsAreBounded) {
+  auto manager = Make();
+  const std::string message = "\x1b]0;owned\x07\x1b[2J" + std::string(16 << 20, 'x');
+  cpu_.SetOutcome(ProbeOutcome::Failure("remote_error", message, json::object()));
+  cpu_.Release(true);
+  const std::string failed = Accepted(*manager, {{"probes", {"cpu"}}});
+  ASSERT_TRUE(WaitForState(*manager, failed, "failed"));
+  const auto run = manager->Get(failed);
+  ASSERT_TRUE(run);
+  const std::string stored = (*run)["outcomes"]["cpu"]["message"];
+  EXPECT_LE(stored.size(), kMaxStoredTextBytes + 32);
+  EXPECT_EQ(stored.find('\x1b'), std::string::npos);
+  EXPECT_EQ(stored.rfind("\\x1b]0;owned\\x07\\x1b[2J", 0), 0u) << stored.substr(0, 40);
+  EXPECT_THAT(stored, ::testing::EndsWith("(" + std::to_string(message.size()) + " bytes)"));
+
+  cpu_.SetOutcome(ProbeOutcome::Success({{"rows", std::string(kMaxStoredResultBytes, 'r')}}));
+  const std::string large = Accepted(*manager, {{"probes", {"cpu"}}});
+  ASSERT_TRUE(WaitForState(*manager, large, "succeeded"));
+  const json result = (*manager->Get(large))["results"]["cpu"];
+  EXPECT_EQ(result["truncated"], true);
+  EXPECT_GT(result["bytes"].get<std::size_t>(), kMaxStoredResultBytes);
+  EXPECT_LT(std::filesystem::file_size(history_file()), 64u << 10);
+}
+
+// A history that would outgrow its cap drops the oldest results first; every
+// record stays and the file stays under the cap.
+TEST_F(RunManagerTest, HistoryKeepsUnderItsCapByDroppingTheOldestResults) {
+  constexpr std::size_t kCap = 8 << 10;
+  auto manager = Make(20, kCap);
+  cpu_.SetOutcome(ProbeOutcome::Success({{"rows", std::string(3000, 'r')}}));
+  cpu_.Release(true);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(Accepted(*manager, {{"probes", {"cpu"}}}));
+    ASSERT_TRUE(WaitForState(*manager, ids.back(), "succeeded"));
+  }
+  EXPECT_LE(std::filesystem::file_size(history_file()), kCap);
+  const json stored = json::parse(ReadAll(history_file()));
+  ASSERT_EQ(stored["runs"].size(), 4u);
+  EXPECT_EQ(stored["runs"][0]["results_dropped"], true);
+  EXPECT_TRUE(stored["runs"][0]["results"].empty());
+  EXPECT_EQ(stored["runs"][3]["results"]["cpu"]["rows"].get<std::string>().size(), 3000u);
 }
 
 // Issue 21: a history nested deeper than kMaxStoredJsonDepth is corrupt, not
@@ -492,7 +593,7 @@ TEST_F(RunManagerTest, DeeplyNestedHistoryIsMovedAside) {
   }
   auto manager = Make();
   EXPECT_TRUE(manager->Recent(10).empty());
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "runs.json.corrupt"));
+  EXPECT_EQ(SetAside().size(), 1u);
 }
 
 TEST_F(RunManagerTest, LastFullRunReachesTheMetrics) {

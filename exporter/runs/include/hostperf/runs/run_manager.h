@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hostperf/base/clock.h"
+#include "hostperf/base/files.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/probe.h"
 
@@ -39,6 +40,11 @@ struct RunManagerOptions {
   // The run history (JSON), rewritten atomically on every state change.
   std::filesystem::path history_file;
   std::size_t history_limit = 20;  // finished runs kept
+  // The history file's size cap: what a start-up will load. A history that
+  // would outgrow it drops the oldest runs' results first (their records
+  // stay); one found larger (or unreadable, or not JSON) at start-up is moved
+  // aside, never overwritten.
+  std::size_t history_max_bytes = kMaxStateFileBytes;
 };
 
 // Full runs of one or more probes, one run at a time, on the manager's own
@@ -51,6 +57,14 @@ struct RunManagerOptions {
 //    "results": {probe: <the probe's result JSON, as the CLI's --json prints it>},
 //    "outcomes": {probe: {"status", "reason", "message", "duration_seconds", "finished_unix_seconds"}},
 //    "trigger": "calendar" (only on runs not started through the run API)}
+// Stored text from probes (outcome messages and reasons, a failure) is
+// bounded to kMaxStoredTextBytes with control characters escaped, and a
+// probe's result to kMaxStoredResultBytes of JSON (a larger one is replaced
+// by {"truncated": true, "bytes": N}): a remote server's error body cannot
+// grow the history.
+inline constexpr std::size_t kMaxStoredTextBytes = 1024;
+inline constexpr std::size_t kMaxStoredResultBytes = 1 << 20;
+
 class RunManager {
  public:
   // `probes` must outlive the manager. Loads the history; runs that were
@@ -118,6 +132,8 @@ class RunManager {
   std::string NewIdLocked();
   Submission SubmitAndSnapshot(const nlohmann::json& body, std::string_view trigger);
   void LoadHistory();
+  // Renames an unloadable history to <file>.unloadable-<unix time>[-N].
+  void SetHistoryAside(std::string_view why);
   // Snapshots the history for the next Flush(), which writes it without
   // holding mu_ (a slow disk must not stall scrapes and GETs).
   void PersistLocked();
@@ -144,7 +160,12 @@ class RunManager {
   // (the run thread, with a full stack), so that a Submit or Cancel on an
   // HTTP worker's small stack never walks the results' nesting again.
   std::map<std::string, std::string> final_text_;
-  std::mutex write_mu_;  // one history write at a time; taken before mu_
+  // Set when the history found at start-up could not be moved aside: it is
+  // then never written, so that nothing overwrites it.
+  bool history_read_only_ = false;
+  std::size_t history_loaded_runs_ = 0;
+  std::map<std::string, double> history_errors_;  // "unloadable", "write" -> count
+  std::mutex write_mu_;                           // one history write at a time; taken before mu_
   std::thread worker_;
 };
 
