@@ -169,7 +169,8 @@ def full_run(base, work, deadline):
         run_id = json.loads(response.read())["id"]
 
     def finished():
-        run = json.loads(http_get(f"{base}/api/v1/runs/{run_id}"))
+        run = json.loads(urllib.request.urlopen(urllib.request.Request(
+            f"{base}/api/v1/runs/{run_id}", headers={"Authorization": f"Bearer {API_TOKEN}"}), timeout=5).read())
         if run.get("state") in ("failed", "cancelled"):
             raise Failure(f"full run {run_id} ended {run['state']}: {json.dumps(run)[:2000]}")
         return run.get("state") == "succeeded"

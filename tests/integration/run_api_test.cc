@@ -64,7 +64,7 @@ class ApiDaemon {
   }
 
   json Run(const std::string& id) {
-    const HttpReply reply = Call("GET", "/api/v1/runs/" + id, "", "");
+    const HttpReply reply = Call("GET", "/api/v1/runs/" + id);
     return json::parse(reply.body, nullptr, false);
   }
 

@@ -106,6 +106,10 @@ HttpResponse RunApi::Handle(const HttpRequest& request) {
   }
   if (!action.empty()) return Error(404, "not found");
   if (request.method == "GET" || request.method == "HEAD") {
+    // A run record holds its results and the probes' messages, which may
+    // quote a remote server (a WebHDFS error body): the token that can create
+    // runs reads them. The list above (ids, states, times) stays public.
+    if (!Authorized(request)) return unauthorized();
     auto run = manager_.Get(id);
     if (!run) return Error(404, "no run " + std::string(id) + " (kept: the last runs only)");
     return Json(200, *run);

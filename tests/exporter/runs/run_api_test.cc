@@ -151,12 +151,13 @@ TEST_F(RunApiTest, AcceptsAndServesARun) {
   const auto until = std::chrono::steady_clock::now() + 20s;
   json run;
   do {
-    const HttpResponse got = Call("GET", "/api/v1/runs/" + id, "", "");  // reads need no token
+    EXPECT_EQ(Call("GET", "/api/v1/runs/" + id, "", "").status, 401);  // a record needs the token
+    const HttpResponse got = Call("GET", "/api/v1/runs/" + id);
     ASSERT_EQ(got.status, 200);
     run = json::parse(got.body);
   } while (run["state"] != "succeeded" && std::chrono::steady_clock::now() < until);
   EXPECT_EQ(run["results"]["cpu"]["ok"], 1);
-  const json list = json::parse(Call("GET", "/api/v1/runs").body);
+  const json list = json::parse(Call("GET", "/api/v1/runs", "", "").body);  // the list needs none
   ASSERT_EQ(list["runs"].size(), 1u);
   EXPECT_EQ(list["runs"][0]["id"], id);
   EXPECT_EQ(list["runs"][0]["href"], "/api/v1/runs/" + id);
