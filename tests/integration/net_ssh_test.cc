@@ -213,6 +213,23 @@ TEST_F(NetSshTest, CopiesRunsReportsAndCleansUpWithTheSecretNeverOnACommandLine)
   }
 }
 
+// --collect-logs writes at predictable names: a symlink planted at one is
+// not followed (the file it points to stays as it was) and the host whose log
+// cannot be opened is named.
+TEST_F(NetSshTest, ASymlinkAtALogNameIsNotFollowed) {
+  std::filesystem::create_directories(log_dir());
+  const std::string victim = dir_.Write("victim", "keep me\n");
+  std::filesystem::create_symlink(victim, log_dir() + "/hostperf-peer.root_" + mesh_->Address(0) + ".log");
+  const auto run = RunCommand(
+      HOSTPERF_CLI_BIN, NetArgs({"--duration", "0.3", "--collect-logs", "--log-dir", log_dir(), "latency"}), 120s);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_THAT(run.out + run.err, HasSubstr("hostperf-peer.root_" + mesh_->Address(0) + ".log"));
+  std::ifstream in(victim);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep me\n");
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
 TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
   ChildProcess cli(HOSTPERF_CLI_BIN, NetArgs({"--datarate", "8", "--duration", "20", "--output-file",
                                               dir_.path() + "/r.json", "tcp-throughput"}));

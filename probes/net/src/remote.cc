@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,9 +50,22 @@ class Child {
     if (::pipe2(in, O_CLOEXEC) != 0) return Failed("pipe");
     if (::pipe2(out, O_CLOEXEC) != 0) return Failed("pipe");
     if (stderr_file.empty() && ::pipe2(err, O_CLOEXEC) != 0) return Failed("pipe");
+    // A log at a predictable name (--collect-logs): a link planted there is
+    // not followed and a FIFO does not block (O_NOFOLLOW, O_NONBLOCK); only
+    // a regular file is appended to.
     const int err_target =
-        stderr_file.empty() ? err[1] : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        stderr_file.empty()
+            ? err[1]
+            : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (err_target < 0) return Failed("open " + stderr_file);
+    if (!stderr_file.empty()) {
+      struct stat st {};
+      if (::fstat(err_target, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(err_target);
+        errno = EINVAL;
+        return Failed("open " + stderr_file + " (not a regular file)");
+      }
+    }
     std::vector<char*> args;
     for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
