@@ -39,8 +39,8 @@ constexpr auto kIdleTimeout = std::chrono::seconds(10);
 // is closed, whatever it sends: a hello can be replayed, so it does not
 // prove anything; unauthenticated clients must not hold the connection slots.
 constexpr auto kHandshakeDeadline = std::chrono::seconds(5);
-// A source whose messages failed authentication or parsing this many times
-// within kFailureWindow is ignored (before any HMAC work) for kBlockFor.
+// A TCP source whose messages failed authentication or parsing this many
+// times within kFailureWindow is refused (before any HMAC work) for kBlockFor.
 constexpr int kMaxFailuresPerSource = 32;
 constexpr auto kFailureWindow = std::chrono::seconds(10);
 constexpr auto kBlockFor = std::chrono::seconds(30);
@@ -258,9 +258,12 @@ class ResponderImpl final : public Responder {
     if (options_.observer) options_.observer->OnRequest(ToString(type));
   }
 
-  // UDP and TCP failures are tracked apart: a datagram's source address can
-  // be forged, so junk UDP "from" a genuine peer must not get that peer's TCP
-  // connections (whose handshake proves the address) refused as well.
+  // Failures are tracked for TCP only, whose handshake proves the address. A
+  // datagram's source can be forged, and junk UDP "from" an observer's address
+  // must not silence that observer's authenticated pings (nor its TCP
+  // sessions): over UDP every datagram within the per-source rate limit
+  // (probes.net.rate_limit) is checked, junk is dropped and counted, and the
+  // rate limit alone bounds the HMAC work a source can cause.
   using FailureTable = std::map<std::string, Failures>;
 
   static bool Blocked(const FailureTable& table, const std::string& source, Clock::time_point now) {
@@ -373,17 +376,13 @@ class ResponderImpl final : public Responder {
         continue;
       }
       const std::string source = from.Host();
-      if (Blocked(udp_failures_, source, now)) {
-        Drop("source_blocked");
-        continue;
-      }
       if (!Allow(source, now)) {
         Drop("rate_limited");
         continue;
       }
       const Decoded decoded = Decode(datagram, options_.secret);
       if (!decoded.message || decoded.consumed != datagram.size()) {
-        Fail(udp_failures_, source, FailureReason(decoded.error), now);
+        Drop(FailureReason(decoded.error));
         continue;
       }
       Message reply = *decoded.message;
@@ -400,7 +399,7 @@ class ResponderImpl final : public Responder {
         reply.hello.nonce = RandomNonce();
         binding = decoded.message->hello.nonce;
       } else {
-        Fail(udp_failures_, source, "malformed", now);
+        Drop("malformed");
         continue;
       }
       Count(decoded.message->type);
@@ -888,7 +887,6 @@ class ResponderImpl final : public Responder {
   std::vector<std::uint16_t> ports_;
   std::map<int, Connection> connections_;
   std::map<std::string, Bucket> buckets_;
-  FailureTable udp_failures_;
   FailureTable tcp_failures_;
   std::map<int, Session> sessions_;                    // by the owning connection
   std::unordered_map<std::uint64_t, int> udp_tokens_;  // UDP session token -> its connection
