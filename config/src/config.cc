@@ -116,7 +116,8 @@ class Loader {
   void ReadRoot(const toml::table& root, Config* c) {
     const Fields fields = {
         String("state_directory", &c->state_directory),
-        Section("api", {String("token_file", &c->api.token_file)}),
+        Section("api", {String("token_file", &c->api.token_file),
+                        DurationField("max_run_duration", &c->api.max_run_duration, kAtLeastOneSecond)}),
         Section("budget",
                 {
                     Number("cpu_seconds_per_hour", &c->budget.cpu_seconds_per_hour,
@@ -135,6 +136,15 @@ class Loader {
         FullRuns(&c->full_runs),
     };
     ReadTable(root, "", fields);
+    // A calendar run longer than the cap would be refused at every slot.
+    if (const toml::node* node = root.at_path("full_runs.duration").node(); node != nullptr) {
+      const auto duration = ParseDuration(c->full_runs.duration);
+      if (duration && *duration > c->api.max_run_duration) {
+        Invalid(*node, "full_runs.duration",
+                c->full_runs.duration + " is longer than api.max_run_duration (" +
+                    FormatDuration(c->api.max_run_duration) + ")");
+      }
+    }
   }
 
   // The earliest error in document order, formatted "source:line:column: ...".

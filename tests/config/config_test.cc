@@ -346,6 +346,7 @@ TEST(ExampleConfigTest, DocumentsEveryKey) {
   std::set<std::string> expected = {
       "state_directory",
       "api.token_file",
+      "api.max_run_duration",
       "budget.cpu_seconds_per_hour",
       "budget.disk_bytes_per_hour",
       "budget.net_bytes_per_hour",
@@ -445,6 +446,10 @@ TEST(LoadStringTest, RejectsBadConfigWithPositionedMessage) {
       {"duplicate key", "[api]\ntoken_file = \"a\"\ntoken_file = \"b\"\n",
        "bad.toml:3:14: Error while parsing key-value pair: cannot redefine existing string 'token_file'"},
       {"unknown top-level key", "state_dir = \"/x\"\n", R"(bad.toml:1:1: unknown key "state_dir")"},
+      {"calendar run longer than the cap", "[api]\nmax_run_duration = \"1h\"\n[full_runs]\nduration = \"2h\"\n",
+       "bad.toml:4:12: full_runs.duration: 2h is longer than api.max_run_duration (1h)"},
+      {"cap under a second", "[api]\nmax_run_duration = \"10ms\"\n",
+       "bad.toml:2:20: api.max_run_duration: 10ms is out of range (must be at least 1s)"},
       {"unknown section", "[metrics]\nport = 1\n", R"(bad.toml:1:2: unknown key "metrics")"},
       {"unknown probe", "[probes.gpu]\nenabled = true\n", R"(bad.toml:1:9: unknown key "probes.gpu")"},
       {"unknown key in probe", "[probes.cpu]\nintervall = \"5min\"\n",

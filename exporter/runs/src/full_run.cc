@@ -15,7 +15,7 @@ std::string TypeName(const json& value) { return value.type_name(); }
 
 }  // namespace
 
-Result<FullRunRequest> ParseFullRunRequest(const json& body) {
+Result<FullRunRequest> ParseFullRunRequest(const json& body, std::optional<std::chrono::nanoseconds> max_duration) {
   using R = Result<FullRunRequest>;
   if (!body.is_object()) return R::Error("the body must be a JSON object, got " + TypeName(body));
   for (const auto& [key, value] : body.items()) {
@@ -47,6 +47,10 @@ Result<FullRunRequest> ParseFullRunRequest(const json& body) {
     auto parsed = config::ParseDuration(it->get<std::string>());
     if (!parsed) return R::Error("duration: " + parsed.error());
     if (parsed.value().count() <= 0) return R::Error("duration: must be greater than 0");
+    if (max_duration && parsed.value() > *max_duration) {
+      return R::Error("duration: " + it->get<std::string>() + " is longer than this host's api.max_run_duration (" +
+                      config::FormatDuration(*max_duration) + ")");
+    }
     duration = parsed.value();
     request.duration = it->get<std::string>();
   }
@@ -73,6 +77,7 @@ probes::RunContext MakeFullRunContext(const config::Config& config, std::string_
                                       std::shared_ptr<const probes::ProbeOptions> options,
                                       const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
   probes::RunContext context = probes::MakeRunContext(config, probe, probes::RunMode::kFull);
+  context.deadline = callbacks.deadline;
   context.cancel = cancel;
   context.options = std::move(options);
   context.on_progress = std::move(callbacks.on_progress);

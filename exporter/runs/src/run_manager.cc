@@ -421,7 +421,7 @@ RunManager::Submission RunManager::Submit(const json& body, std::string_view tri
 
 RunManager::Submission RunManager::SubmitAndSnapshot(const json& body, std::string_view trigger) {
   Submission submission;
-  auto request = ParseFullRunRequest(body);
+  auto request = ParseFullRunRequest(body, CurrentConfig()->api.max_run_duration);
   if (!request) {
     submission.error = request.error();
     return submission;
@@ -545,6 +545,13 @@ void RunManager::Execute(const std::string& id) {
   run->config = CurrentConfig();
   run->started = clock_.Now();
   for (std::size_t i = 0; i < run->probes.size() && !cancel_.load(); ++i) {
+    if (clock_.Now() - run->started >= run->config->api.max_run_duration) {
+      if (!run->failure) {
+        run->failure = "api.max_run_duration (" + config::FormatDuration(run->config->api.max_run_duration) +
+                       ") reached before " + run->probes[i];
+      }
+      break;
+    }
     ShowProbeStarting(*run, i);
     const auto probe_started = clock_.Now();
     const probes::ProbeOutcome outcome = RunOneProbe(*run, i);
@@ -607,6 +614,10 @@ probes::ProbeOutcome RunManager::RunOneProbe(Execution& execution, std::size_t i
   const std::string& name = execution.probes[index];
   const auto run_started = execution.started;
   FullRunCallbacks callbacks;
+  // The cap counts from the run's start on the manager's clock; the probe
+  // watches a steady-clock deadline.
+  const auto left = execution.config->api.max_run_duration - (clock_.Now() - run_started);
+  callbacks.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(left);
   callbacks.on_progress = [this, &id, run_started](const probes::Progress& progress) {
     std::lock_guard lock(mu_);
     json* run = FindLocked(id);

@@ -151,7 +151,8 @@ class RunManagerTest : public ::testing::Test {
   // Fake probes under real probe names, so that the real option validators apply.
   RunManagerTest() : cpu_("cpu", clock_), disk_("disk", clock_) {}
 
-  std::unique_ptr<RunManager> Make(std::size_t history_limit = 20, std::size_t history_max_bytes = kMaxStateFileBytes) {
+  std::unique_ptr<RunManager> Make(std::size_t history_limit = 20, std::size_t history_max_bytes = kMaxStateFileBytes,
+                                   config::Duration max_run_duration = std::chrono::hours(4)) {
     RunManagerHooks hooks;
     hooks.pause_scheduler = [this] {
       pauses_.fetch_add(1);
@@ -161,7 +162,11 @@ class RunManagerTest : public ::testing::Test {
       }
     };
     hooks.resume_scheduler = [this] { resumes_.fetch_add(1); };
-    hooks.config = [] { return std::make_shared<const config::Config>(probes::DefaultConfig()); };
+    hooks.config = [max_run_duration] {
+      auto config = std::make_shared<config::Config>(probes::DefaultConfig());
+      config->api.max_run_duration = max_run_duration;
+      return std::shared_ptr<const config::Config>(std::move(config));
+    };
     RunManagerOptions options;
     options.history_file = history_file();
     options.history_limit = history_limit;
@@ -618,6 +623,26 @@ TEST_F(RunManagerTest, LastFullRunReachesTheMetrics) {
   EXPECT_EQ(test_util::SampleValue(families, "hostperf_full_run_figure",
                                    {{"probe", "cpu"}, {"figure", "low_load_median_seconds"}}),
             150e-6);
+}
+
+// api.max_run_duration: a longer "duration" is refused; a run that outlives
+// it gives its probe a deadline and starts no further probe.
+TEST_F(RunManagerTest, RunsAreHeldToTheConfiguredMaximumDuration) {
+  auto manager = Make(20, kMaxStateFileBytes, 2s);
+  const auto refused = manager->Submit({{"probes", {"cpu"}}, {"duration", "100000h"}});
+  EXPECT_EQ(refused.status, Status::kInvalid);
+  EXPECT_THAT(refused.error, HasSubstr("longer than this host's api.max_run_duration (2s)"));
+
+  cpu_.Release(true);  // a probe run advances the clock by 3 s: past the cap
+  disk_.Release(true);
+  const std::string id = Accepted(*manager, {{"probes", {"cpu", "disk"}}});
+  ASSERT_TRUE(WaitForState(*manager, id, "failed"));
+  const auto run = manager->Get(id);
+  ASSERT_TRUE(run);
+  EXPECT_THAT((*run)["reason"].get<std::string>(), HasSubstr("api.max_run_duration (2s) reached before disk"));
+  EXPECT_TRUE((*run)["outcomes"].contains("cpu"));
+  EXPECT_FALSE((*run)["outcomes"].contains("disk"));
+  EXPECT_EQ(disk_.runs(), 0);  // the second probe never started
 }
 
 TEST_F(RunManagerTest, ValidIdsOnly) {

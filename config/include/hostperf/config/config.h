@@ -26,6 +26,10 @@ inline constexpr std::uint64_t kGiB = 1024 * kMiB;
 
 struct ApiConfig {
   std::string token_file;  // empty: run API disabled
+  // The longest full run (run API and calendar): a longer "duration" is
+  // refused, and a run still going at this age is stopped (scheduled probes
+  // and calendar slots wait for a full run to end).
+  Duration max_run_duration = std::chrono::hours(4);
 };
 
 // Whole-sidecar impact budget (enforced from the budget issue on).

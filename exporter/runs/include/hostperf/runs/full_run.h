@@ -31,12 +31,17 @@ struct FullRunRequest {
   std::map<std::string, std::shared_ptr<const probes::ProbeOptions>> parsed;
 };
 // Parses and validates a body (unknown keys, unknown probes, wrong types and
-// bad probe options are errors with a reason).
-Result<FullRunRequest> ParseFullRunRequest(const nlohmann::json& body);
+// bad probe options are errors with a reason). With `max_duration` (the
+// daemon's api.max_run_duration), a longer "duration" is an error.
+Result<FullRunRequest> ParseFullRunRequest(const nlohmann::json& body,
+                                           std::optional<std::chrono::nanoseconds> max_duration = std::nullopt);
 
 struct FullRunCallbacks {
   std::function<void(const probes::Progress&)> on_progress;
   std::function<void(const nlohmann::json&)> on_report;
+  // The run stops (outcome "timeout") at this point (api.max_run_duration
+  // after the full run started); the CLI sets none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // The context of one probe's full run.
