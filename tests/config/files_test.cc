@@ -1,5 +1,5 @@
 // The bounded reader of operator files and the JSON nesting pre-scan
-// (config/base, issue 21).
+// (config/base).
 #include "hostperf/base/files.h"
 
 #include <gmock/gmock.h>

@@ -317,7 +317,7 @@ TEST(DiskDaemon, ReloadDropsARemovedDirectorysSeries) {
   EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
 }
 
-// Issue 21, gap: a directory whose runs all fail kept its last good
+// A directory whose runs all fail once kept its last good
 // throughput, and only the first failing directory's reason was counted.
 // Now each directory has its own success, its own reasons, and no stale
 // figures.
@@ -378,8 +378,8 @@ std::vector<std::string> ScratchFiles(const std::string& dir) {
   return names;
 }
 
-// Issue 21, defect 6: after kill -9 during a full run into a directory that
-// is not in probes.disk.directories, its scratch files survived restarts.
+// After kill -9 during a full run into a directory that
+// is not in probes.disk.directories, its scratch files once survived restarts.
 // Now every run records its directory in the state directory before it
 // writes, and the next start-up cleans it. A leftover whose pid now belongs
 // to a live unrelated process (pid reuse after a reboot) is still ours: the

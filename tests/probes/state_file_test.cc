@@ -1,5 +1,5 @@
 // State files (runs.json, cpu_baselines.json) are written through a
-// temporary that no planted link or file can redirect (issue 21, defect 7).
+// temporary that no planted link or file can redirect.
 #include "hostperf/probes/state_file.h"
 
 #include <gtest/gtest.h>

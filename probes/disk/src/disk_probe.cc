@@ -541,7 +541,7 @@ class DiskProbe final : public Probe {
     bool skipped = false;
   };
 
-  // The directory's own outcome (issue 21): success per directory, its
+  // The directory's own outcome: success per directory, its
   // reason counted, and a failed directory's figures dropped. A skip (no
   // room or budget for a scheduled run) and a cancellation leave them.
   void RecordDirectory(const Plan& plan, const std::string& path, const DirectoryOutcome& outcome) {

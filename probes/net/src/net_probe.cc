@@ -1099,7 +1099,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     };
 
     // Which interface serves each host, both ends' MTUs, and what our own
-    // bursts moved on it when they fell short (issue 22): "findings".
+    // bursts moved on it when they fell short: "findings".
     InterfaceCache interfaces(roots_, route_);
     json findings = json::array();
     result["interfaces"] = json::array();

@@ -136,7 +136,7 @@ TEST_F(BaselineStoreTest, CorruptFileIsTreatedAsEmpty) {
   EXPECT_DOUBLE_EQ(ReadJson(dir_ / "cpu_baselines.json")["fp1"]["baseline_cpu_seconds"].get<double>(), 0.030);
 }
 
-// Issue 21: nested deeper than kMaxStoredJsonDepth is corrupt, not built.
+// Nested deeper than kMaxStoredJsonDepth is corrupt, not built.
 TEST_F(BaselineStoreTest, DeeplyNestedFileIsTreatedAsCorrupt) {
   fs::create_directories(dir_);
   WriteText(dir_ / "cpu_baselines.json",

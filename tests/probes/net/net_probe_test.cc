@@ -87,7 +87,7 @@ class FakeWallClock final : public Clock {
 // probe time. An answering peer adds the clock offset, a burst the
 // throughput series.
 constexpr std::size_t kSeriesPerPingedPeer = 21 + 2 + 1 + 1;
-// Series of a resolved peer whose route is known (issue 22): the interface
+// Series of a resolved peer whose route is known: the interface
 // it goes by, the MTU mismatch and this end's MTU; a peer that answered a
 // hello adds its own MTU (side="remote").
 constexpr std::size_t kInterfaceSeriesPerPeer = 3;
