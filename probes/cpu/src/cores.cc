@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "hostperf/probes/cpu/stats.h"
 #include "hostperf/probes/host_facts.h"
+#include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::cpu {
 

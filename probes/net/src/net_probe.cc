@@ -34,6 +34,7 @@
 #include "hostperf/probes/net/plan.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
+#include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::net {
 
@@ -59,12 +60,6 @@ const prometheus::Histogram::BucketBoundaries& RttBuckets() {
   return kBuckets;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
 double Percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
