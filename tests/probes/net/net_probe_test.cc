@@ -17,6 +17,7 @@
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/net/sockets.h"
+#include "probe_test_util.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::net {
@@ -26,16 +27,7 @@ using namespace std::chrono_literals;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 
-std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families, const std::string& name,
-                                       const std::vector<ClientMetric::Label>& labels = {}) {
-  const auto family =
-      std::find_if(families.begin(), families.end(), [&](const MetricFamily& f) { return f.name == name; });
-  if (family == families.end()) return std::nullopt;
-  for (const ClientMetric& metric : family->metric) {
-    if (metric.label == labels) return metric;
-  }
-  return std::nullopt;
-}
+using test_support::FindSeries;
 
 // Exposition lines of one collected series (a histogram: its buckets, +Inf
 // included, plus _sum and _count).
