@@ -34,6 +34,7 @@
 #include "hostperf/probes/net/plan.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
+#include "hostperf/probes/net/results.h"
 #include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::net {
@@ -67,17 +68,8 @@ double Percentile(std::vector<double> values, double q) {
   return values[std::min(index, values.size() - 1)];
 }
 
-// vnetperf's date column: 2022-03-29_10:23:55,739
-std::string VnetperfDate() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d_%H:%M:%S", &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  return fmt::format("{},{:03d}", text, ms);
-}
+// vnetperf's date column, now.
+std::string VnetperfDate() { return VnetperfTimestamp(std::chrono::system_clock::now()); }
 
 template <typename Builder>
 auto& Family(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
