@@ -236,8 +236,8 @@ class DiskProbe final : public Probe {
   explicit DiskProbe(const ProbeDeps& deps)
       : roots_(deps.roots),
         state_directory_(deps.state_directory),
-        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
-        registry_(deps.registry ? *deps.registry : *own_registry_),
+        registry_handle_(RegistryFor(deps)),
+        registry_(*registry_handle_),
         latency_(prometheus::BuildHistogram()
                      .Name("hostperf_disk_op_latency_seconds")
                      .Help("Latency of one block read or write of the disk probe, by operation.")
@@ -1133,7 +1133,7 @@ class DiskProbe final : public Probe {
 
   SystemRoots roots_;
   std::filesystem::path state_directory_;
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
   prometheus::Registry& registry_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& read_bytes_;

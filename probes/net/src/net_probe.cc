@@ -390,8 +390,8 @@ class NetProbe final : public Probe, private ResponderObserver {
         route_(seams.route_interface ? std::move(seams.route_interface) : NetlinkRouteInterface),
         roots_(deps.roots),
         clock_(seams.clock != nullptr ? seams.clock : &real_clock_),
-        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
-        registry_(deps.registry ? *deps.registry : *own_registry_),
+        registry_handle_(RegistryFor(deps)),
+        registry_(*registry_handle_),
         rtt_(Family(prometheus::BuildHistogram(), "hostperf_net_rtt_seconds",
                     "UDP ping-pong round-trip time to a peer (responder time removed).", registry_)),
         sent_(Family(prometheus::BuildCounter(), "hostperf_net_packets_sent_total", "UDP pings sent to a peer.",
@@ -1280,7 +1280,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   SystemRoots roots_;
   hostperf::RealClock real_clock_;
   const hostperf::Clock* clock_;
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
   prometheus::Registry& registry_;
   prometheus::Family<prometheus::Histogram>& rtt_;
   prometheus::Family<prometheus::Counter>& sent_;
