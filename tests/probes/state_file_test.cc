@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/base/files.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes {
@@ -21,12 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string Slurp(const fs::path& path) { return ReadFile(path).value_or(""); }
 
 class StateFileTest : public ::testing::Test {
  protected:

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "hostperf/base/files.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::cpu {
@@ -29,12 +30,7 @@ BaselineStore MakeStore(const fs::path& dir) {
   return BaselineStore(dir, [] { return kNow; });
 }
 
-json ReadJson(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
-}
+json ReadJson(const fs::path& path) { return json::parse(ReadFile(path).value_or("")); }
 
 void WriteText(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
