@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "hostperf/base/files.h"
+#include "hostperf/base/flags.h"
 #include "hostperf/base/http_client.h"
 #include "hostperf/cluster/check.h"
 #include "hostperf/cluster/run_client.h"
 #include "hostperf/cmd/logging.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/build_info.h"
-#include "hostperf/probes/flags.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/runs/api_token.h"
 #include "hostperf/runs/full_run.h"
@@ -365,24 +365,24 @@ std::string DropInCommand(const char* argv0) {
 
 int main(int argc, char** argv) {
   using namespace hostperf;
-  static constexpr probes::FlagSpec kGlobalFlags[] = {
-      probes::Switch("help").Stopping(),
-      probes::Switch("version").Stopping(),
-      probes::Valued("config.file"),
+  static constexpr FlagSpec kGlobalFlags[] = {
+      Switch("help").Stopping(),
+      Switch("version").Stopping(),
+      Valued("config.file"),
   };
   // Global flags end at the command; the command parses the rest. Under a
   // reference tool's name every argument is the tool's, and the config file
   // comes from HOSTPERF_CONFIG (else the default below).
   const std::vector<std::string> args(argv + 1, argv + argc);
   const std::string drop_in = DropInCommand(argc > 0 ? argv[0] : nullptr);
-  auto parsed = drop_in.empty() ? probes::ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true})
-                                : Result<probes::ParsedFlags>(probes::ParsedFlags{});
+  auto parsed = drop_in.empty() ? ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true})
+                                : Result<ParsedFlags>(ParsedFlags{});
   if (!parsed) return UsageError("", parsed.error());
   std::optional<std::filesystem::path> config_file;
   if (const char* env = std::getenv("HOSTPERF_CONFIG"); !drop_in.empty() && env != nullptr && *env != '\0') {
     config_file = env;
   }
-  for (const probes::FlagValue& flag : parsed->flags) {
+  for (const FlagValue& flag : parsed->flags) {
     if (flag.Is("help")) {
       std::fputs(Usage().c_str(), stdout);
       return 0;

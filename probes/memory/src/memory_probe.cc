@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "hostperf/probes/flags.h"
+#include "hostperf/base/flags.h"
 #include "hostperf/probes/host_facts.h"
 #include "hostperf/probes/memory/module.h"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "hostperf/base/files.h"
-#include "hostperf/probes/flags.h"
+#include "hostperf/base/flags.h"
 #include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/net/results.h"
 
