@@ -10,7 +10,9 @@ other, and no source names them all: probes/registry.cc includes the list
 that probes/CMakeLists.txt generates from the folders), then the exporter's
 libraries: http/ (hostperf/http/: the transport, and the web security beside
 it), runs/, daemon/ and cluster/ (both above runs/), cmd/ (the entry points;
-the one-shot CLI's main does not include the daemon).
+only the daemon's main includes the daemon: the one-shot CLI links the rest of
+cmd/). A quoted include without a path names a private header beside the
+source; one with a path ("../") is refused.
 Each rule names the folder it applies to and the include paths it forbids
 there; every violation is printed as file:line with the include and the rule.
 tests/layering_check_test.py feeds it one violation of each rule.
@@ -80,9 +82,17 @@ RULES = [
      "exporter/daemon/ must not include cluster/ or cmd/ headers"),
     ("exporter/cluster/", lambda path: True, lambda inc: under("daemon", "cmd")(inc) or security(inc),
      "exporter/cluster/ must not include daemon/, cmd/ or web security headers"),
-    ("exporter/cmd/src/main_cli.cc", lambda path: True, lambda inc: under("daemon")(inc) or security(inc),
-     "the one-shot CLI (main_cli.cc) must not include daemon/ or web security headers"),
+    # The CLI links hostperf::cmd too: only the daemon's main may include the daemon.
+    ("exporter/cmd/", lambda path: not path.endswith("/main_exporter.cc"),
+     lambda inc: under("daemon")(inc) or security(inc),
+     "the one-shot CLI (main_cli.cc and the cmd library it links) must not include daemon/ or web security headers"),
 ]
+
+# A quoted include that is not a hostperf/ header names a private header
+# beside the source ("control.h"); a path ("../../net/src/control.h") would
+# reach into another folder past every rule above.
+LOCAL_PATH_TEXT = "a local include names a header beside the source, without a path (\"../\" would bypass the layers)"
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](hostperf/[^>"]+)[>"]')
 SUFFIXES = (".cc", ".h", ".h.in")
@@ -107,6 +117,10 @@ def main():
                 checked += 1
                 with open(os.path.join(root, path), encoding="utf-8", errors="replace") as source:
                     for number, line in enumerate(source, 1):
+                        local = LOCAL_INCLUDE.match(line)
+                        if local and not local.group(1).startswith("hostperf/") and "/" in local.group(1):
+                            violations.append('%s:%d: includes "%s": %s' % (path, number, local.group(1), LOCAL_PATH_TEXT))
+                            continue
                         match = INCLUDE.match(line)
                         if not match:
                             continue

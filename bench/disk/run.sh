@@ -8,7 +8,7 @@
 #
 #   bench/disk/run.sh [-b BUILD_DIR] [-d DIR] [-s SIZE_MB] [-t THREADS] [-k BLOCK_KB] [-r RUNS] [-n] [-S]
 #
-# -n: ours with --disable-crc. -S: sweep the geometries of issue 20 (threads
+# -n: ours with --disable-crc. -S: sweep the benchmarked geometries (threads
 # 1, 2 and all CPUs; blocks 4 KiB, 256 KiB, 1 MiB; CRC on and off), one line
 # of ratios against plain fio per geometry, then the table.
 # Targets: with CRC on, ours/fio >= 0.90; with --disable-crc, >= 0.95; Read

@@ -7,7 +7,7 @@
 #   cost          the daemon on its defaults for COST_MINUTES (default 30): CPU seconds, peak and final
 #                 RSS, open fds, bytes written, bytes sent; CPU as a share of one core
 #   scrape        /metrics latency p50/p99 under wrk (1 and 32 connections) and bytes per scrape,
-#                 (wrk keeps its connections open: since keep-alive, issue #20, the daemon
+#                 (wrk keeps its connections open: since keep-alive the daemon
 #                 reuses them too, as node_exporter does; before, each request was a new connection),
 #                 against prometheus-node-exporter on the same machine
 #   peers         one daemon probing 200 peers (one responder serving 200 ports) with the default

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throughput among all hosts at once (issue 18): `hostperf net` coordinating N
+# Throughput among all hosts at once: `hostperf net` coordinating N
 # daemons against iperf3 in the same topology, on loopback (never anything else).
 #   bench/net/mesh.sh BUILD_DIR [RUNS] [SECONDS] [RATE]
 # N = 2, 3, 4 hosts, each a hostperf_exporter responder on its own loopback port;

@@ -84,7 +84,7 @@ for ((run = 0; run < runs; run++)); do
   hot50+=("$(python3 -c "print($a50/$c50)")")
 done
 echo "runs=$runs seconds=$seconds"
-echo "tcp throughput ratio (hostperf/iperf3, target >= 0.95, issue 20): $(median "${tcp[@]}")"
+echo "tcp throughput ratio (hostperf/iperf3, target >= 0.95): $(median "${tcp[@]}")"
 echo "udp 200 MB/s sent-rate ratio (target 0.98-1.02): $(median "${udp200[@]}"), loss difference (points, target |x| <= 0.5): $(median "${loss200[@]}")"
 echo "udp 500 MB/s sent-rate ratio (target 0.98-1.02): $(median "${udp500[@]}"), loss difference (points, target |x| <= 0.5): $(median "${loss500[@]}")"
 echo "rtt p50 ratio (hostperf/sockperf --full-rtt --mps 500, same pacing, target 0.8-1.3): $(median "${p50[@]}")"

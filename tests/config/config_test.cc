@@ -629,7 +629,7 @@ TEST(LoadFileTest, Directory) {
   EXPECT_EQ(loaded.error(), dir.string() + ": is a directory, not a file");
 }
 
-// Issue 21: --config.file=/dev/zero grew to 6.6 GB, and a FIFO blocked start-up.
+// --config.file=/dev/zero once grew to 6.6 GB, and a FIFO blocked start-up.
 TEST(LoadFileTest, DevicesAndFifosAreRefusedWithoutReading) {
   const auto zero = LoadConfigFile("/dev/zero");
   ASSERT_FALSE(zero.ok());

@@ -1,5 +1,5 @@
-// The bounded reader of operator files and the JSON nesting pre-scan
-// (config/base, issue 21).
+// The bounded reader of operator files, the reader of kernel files and the
+// JSON nesting pre-scan (config/base).
 #include "hostperf/base/files.h"
 
 #include <gmock/gmock.h>
@@ -99,6 +99,28 @@ TEST_F(BoundedFileTest, SecretsMustBeOwnerOnly) {
   // Other files may be read by anyone.
   ::chmod(loose.c_str(), 0644);
   EXPECT_TRUE(ReadBoundedFile(loose, "s", 64));
+}
+
+using ReadFileTest = BoundedFileTest;
+
+TEST_F(ReadFileTest, TheWholeFileBytesAsTheyAre) {
+  const std::string content = std::string("a\0b\r\n", 5) + std::string(100000, 'x');
+  EXPECT_EQ(ReadFile(Write("f", content)), content);
+  EXPECT_EQ(ReadFile(Write("empty", "")), "");
+}
+
+TEST_F(ReadFileTest, NulloptWhenItCannotBeOpened) {
+  EXPECT_FALSE(ReadFile(dir_ / "missing").has_value());
+  const fs::path unreadable = Write("unreadable", "x", 0);
+  if (::geteuid() != 0) {  // root reads it anyway
+    EXPECT_FALSE(ReadFile(unreadable).has_value());
+  }
+}
+
+TEST(ReadKernelFileTest, APseudoFileWhoseSizeStatDoesNotGive) {
+  const auto stat = ReadFile("/proc/self/stat");
+  ASSERT_TRUE(stat.has_value());
+  EXPECT_THAT(*stat, HasSubstr(std::to_string(::getpid()) + " ("));
 }
 
 TEST(JsonNestingDepthTest, CountsArraysAndObjectsButNotBracketsInStrings) {

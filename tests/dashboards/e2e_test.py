@@ -46,7 +46,7 @@ DEADLINE_SECONDS = 240
 FAULT_ALERT = "HostperfCpuSlowerThanBaseline"
 PROBES = ("cpu", "memory", "disk", "net")
 API_TOKEN = "e2e-token-0123456789abcdef"
-# Metrics the dashboards use that other branches of issue 17 add to the daemon
+# Metrics the dashboards use that other branches add to the daemon
 # (stable observers, directory roles, the full-run calendar). Until the daemon
 # serves one, its name is reported and the queries using it are not run; once
 # served, they are checked like every other.

@@ -6,8 +6,8 @@
 // Each input is handled on a thread with the stack of a CivetWeb worker
 // (Debian's libcivetweb is built with USE_STACK_SIZE=102400, and hostperf
 // does not change it; tests/exporter/http/worker_stack_test.cc checks that),
-// so that recursion a worker cannot afford crashes here too (issue 21: ~870
-// levels of nesting in options.<probe> overflowed a worker).
+// so that recursion a worker cannot afford crashes here too (~870
+// levels of nesting in options.<probe> once overflowed a worker).
 #include <pthread.h>
 
 #include <chrono>

@@ -59,7 +59,7 @@ std::optional<double> SampleValue(const std::string& exposition, const std::stri
   return std::nullopt;
 }
 
-// Issue #20: every `le` (and `quantile`) label on /metrics is printed in
+// Every `le` (and `quantile`) label on /metrics is printed in
 // that form, as client_golang and prometheus_client print it. Returns how
 // many were checked.
 int ExpectShortestFloatLabels(const std::string& metrics) {

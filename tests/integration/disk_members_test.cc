@@ -29,11 +29,6 @@ using ::testing::HasSubstr;
 
 const std::string kFixture = std::string(HOSTPERF_SOURCE_DIR) + "/tests/integration/btrfs_array_fixture.sh";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 std::optional<double> Sample(const std::string& exposition, const std::string& series) {
   std::istringstream lines(exposition);
   for (std::string line; std::getline(lines, line);) {

@@ -39,11 +39,6 @@ std::vector<std::string> Files(const std::string& dir) {
   return names;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // The device_class of directory_info's series whose other labels are
 // `rest` (`directory="...",role="..."`) and whose value is 1.
 std::optional<std::string> DeviceClass(const std::string& exposition, const std::string& rest) {
@@ -145,8 +140,8 @@ TEST(DiskCli, FullRunPrintsVioperfTableAndWritesJsonLog) {
               ::testing::ContainsRegex("ReWrite  \\| [^|]+\\| \\(MB-read\\+MB-write\\)/s +\\| [0-9.]+\\+[0-9.]+"));
   EXPECT_THAT(result.out, HasSubstr("| seeks/s"));
 
-  const auto json = nlohmann::json::parse(ReadFile(log), nullptr, false);
-  ASSERT_FALSE(json.is_discarded()) << ReadFile(log);
+  const auto json = nlohmann::json::parse(ReadText(log), nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << ReadText(log);
   EXPECT_EQ(json["status"], "ok");
   EXPECT_GE(json["rows"].size(), 4u);
   EXPECT_EQ(json["thread_count"], 2);
@@ -170,7 +165,7 @@ TEST(DiskCli, CondensedLogAndDefaultDirectoryAndName) {
     if (std::regex_match(name, std::regex(R"(results\d{8}-\d{6}\.json)"))) log = name;
   }
   ASSERT_FALSE(log.empty()) << ::testing::PrintToString(Files(dir.path()));
-  std::istringstream lines(ReadFile(dir.path() + "/" + log));
+  std::istringstream lines(ReadText(dir.path() + "/" + log));
   std::vector<nlohmann::json> entries;
   for (std::string line; std::getline(lines, line);) entries.push_back(nlohmann::json::parse(line));
   ASSERT_GE(entries.size(), 6u);  // run, >= 4 rows, summary
@@ -232,7 +227,7 @@ TEST(DiskCli, SigtermMidRunLeavesNoFiles) {
   EXPECT_EQ(*status, 1);
   EXPECT_THAT(io.Stderr(), HasSubstr("cancelled"));
   EXPECT_TRUE(Files(data).empty()) << ::testing::PrintToString(Files(data));
-  EXPECT_THAT(ReadFile(dir.path() + "/log.json"), HasSubstr("\"reason\": \"cancelled\""));
+  EXPECT_THAT(ReadText(dir.path() + "/log.json"), HasSubstr("\"reason\": \"cancelled\""));
 }
 
 TEST(DiskDaemon, ScheduledRunsExportMetrics) {
@@ -317,7 +312,7 @@ TEST(DiskDaemon, ReloadDropsARemovedDirectorysSeries) {
   EXPECT_EQ(daemon.process().Wait(seconds(20)), 0);
 }
 
-// Issue 21, gap: a directory whose runs all fail kept its last good
+// A directory whose runs all fail once kept its last good
 // throughput, and only the first failing directory's reason was counted.
 // Now each directory has its own success, its own reasons, and no stale
 // figures.
@@ -378,8 +373,8 @@ std::vector<std::string> ScratchFiles(const std::string& dir) {
   return names;
 }
 
-// Issue 21, defect 6: after kill -9 during a full run into a directory that
-// is not in probes.disk.directories, its scratch files survived restarts.
+// After kill -9 during a full run into a directory that
+// is not in probes.disk.directories, its scratch files once survived restarts.
 // Now every run records its directory in the state directory before it
 // writes, and the next start-up cleans it. A leftover whose pid now belongs
 // to a live unrelated process (pid reuse after a reboot) is still ours: the

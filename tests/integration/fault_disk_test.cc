@@ -1,4 +1,4 @@
-// Fault injection for the disk probe with real parts (issue #10): a small ext4
+// Fault injection for the disk probe with real parts: a small ext4
 // file system in a file on a loop device, filled up, taken away or made
 // read-only while the daemon's probe runs, and a block corrupted on disk
 // between the probe's write and its read-back. In every case the failure is
@@ -406,7 +406,7 @@ TEST(DiskFault, DirectoryBecomesReadOnlyMidRun) {
   EXPECT_EQ(rig.OtherFailures("permission_denied"), 0);
   const double failures = rig.daemon.Value(Failures("permission_denied"));
   ASSERT_TRUE(rig.daemon.WaitFor(Failures("permission_denied"), failures + 1, kPatience));
-  // Issue 21: the read-only directory's own success is 0, its reason is
+  // The read-only directory's own success is 0, its reason is
   // counted for it, and its last good throughput (205 MB/s before) is gone.
   const std::string label = "directory=\"" + rig.data + "\"";
   EXPECT_EQ(rig.daemon.Value("hostperf_disk_directory_success{" + label + "}"), 0);

@@ -1,4 +1,4 @@
-// Parser bombs and unsafe files against the real daemon (issue 21): a deeply
+// Parser bombs and unsafe files against the real daemon: a deeply
 // nested run request, a YAML alias bomb as peers file, FIFOs, devices and
 // directories where files belong, a NUL in a path, secrets others can read.
 // Each is refused with a clear message, and the daemon keeps serving on what
@@ -59,7 +59,7 @@ TEST(FilesFault, DeeplyNestedRunRequestIsRefusedAndTheDaemonKeepsServing) {
       dir.Write("c.toml", Config(dir, "[api]\ntoken_file = \"" + token + "\"\n") + NetOff(FreeLoopbackPort()));
   FaultDaemon daemon(config);
   ASSERT_NE(daemon.Port(), 0) << daemon.process().Stderr();
-  // Issue 21's body: about 870 levels inside options.cpu, 2 KB. It crashed a
+  // About 870 levels inside options.cpu, 2 KB. It once crashed a
   // CivetWeb worker (100 KiB stack), and with it the daemon.
   const std::string body =
       R"({"probes":["cpu"],"options":{"cpu":)" + std::string(870, '[') + std::string(870, ']') + "}}";

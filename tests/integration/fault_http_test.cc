@@ -1,4 +1,4 @@
-// HTTP fault injection (issue #10): the real daemon's web port under idle and
+// HTTP fault injection: the real daemon's web port under idle and
 // slow-drip connections, oversized headers and oversized bodies. Scrapes keep
 // answering, every bad request gets a 4xx (or is closed), nothing hangs, and
 // the daemon's memory and descriptors stay bounded.

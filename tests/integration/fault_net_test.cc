@@ -1,4 +1,4 @@
-// Network fault injection (issue #10) with real processes and sockets: a peer
+// Network fault injection with real processes and sockets: a peer
 // that stops answering mid-run, a peer that answers with garbage, a peer
 // behind an nftables drop rule in a network namespace, and UDP and TCP floods
 // at the responder. In every case the daemon keeps probing its healthy peer
@@ -546,7 +546,7 @@ std::optional<net::Message> ReadMessage(int fd, const net::Secret& secret, std::
   return net::Decode(buffer, secret, binding).message;
 }
 
-// Issue 21, defect 2, against the daemon: a genuine peer's hello and session
+// Replay, against the daemon: a genuine peer's hello and session
 // start, captured on the wire and replayed byte for byte by someone without
 // the secret, kept every genuine peer BUSY for up to 70 s per replay. Now the
 // replayed start fails its HMAC (it is signed over the first connection's
@@ -615,7 +615,7 @@ TEST_F(NetFaultTest, ACapturedSessionReplayedIsRefusedAndKeepsNobodyBusy) {
   EXPECT_EQ(Dropped(responder.Metrics(), "busy"), Dropped(before, "busy"));
 }
 
-// Issue 21, defect 2, the slots, against the daemon: 64 connections
+// Replay, the slots, against the daemon: 64 connections
 // replaying a captured hello and trickling a byte every 10 s held every slot
 // past the idle timeout, and genuine hellos were refused. Now a connection
 // that has not proven itself is evicted for a new one and closed 5 s after
@@ -667,7 +667,7 @@ TEST_F(NetFaultTest, TricklingReplayedHellosDoNotLockOutGenuinePeers) {
   EXPECT_TRUE(all_closed()) << "replayed hellos held their slots";
 }
 
-// Issue 21, defect 3: the CPU budget was charged with the whole process's
+// The CPU budget was once charged with the whole process's
 // CPU time, so ~30 s of scrapes or ~45 s of junk UDP at the responder spent
 // it and scheduled probes were skipped (budget_exhausted) for the rest of the
 // hour. Now it is charged with the probes' own threads only: 20 s of four
@@ -777,7 +777,7 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   ExpectHealthyProbedEveryCycle(target, Loopback(ports[1]), 2, 1.0, [&] { during_tcp = Footprint::Of(target.pid()); });
   m = target.Metrics();
   // Beyond the 64 slots: refused at the limit, or at accept once the junk
-  // source is blocked (issue 21).
+  // source is blocked.
   EXPECT_GT(Dropped(m, "connection_limit") + Dropped(m, "source_blocked") - Dropped(start, "connection_limit") -
                 Dropped(start, "source_blocked"),
             0);

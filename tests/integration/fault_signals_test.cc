@@ -1,4 +1,4 @@
-// Signals as fault injection (issue #10): a SIGHUP storm while the config file
+// Signals as fault injection: a SIGHUP storm while the config file
 // flips between good and bad, and SIGTERM in the middle of each probe's run.
 // The daemon keeps serving on the last good config, and stops with exit code
 // 0 leaving nothing behind but its state files.

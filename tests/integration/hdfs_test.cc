@@ -35,11 +35,6 @@ constexpr std::uint64_t kMiB = 1 << 20;
 const std::string kSimulator = std::string(HOSTPERF_SOURCE_DIR) + "/tests/integration/webhdfs_sim.py";
 const std::string kKdcFixture = std::string(HOSTPERF_SOURCE_DIR) + "/tests/integration/kdc_fixture.sh";
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // The simulator in a child process: its ports once it is ready, and the
 // requests it served.
 class WebHdfsSim {

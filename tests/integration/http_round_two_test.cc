@@ -1,4 +1,4 @@
-// HTTP, round two (issue #21): the real daemon's web port against one client
+// HTTP, round two: the real daemon's web port against one client
 // holding 1000 idle, slow or new-every-10-ms connections; request targets and
 // message lengths per RFC 9112; the lifecycle endpoint behind
 // --web.enable-lifecycle; --web.telemetry-path collisions refused at start.
@@ -85,7 +85,7 @@ class HttpRoundTwoTest : public ::testing::Test {
   int port_ = 0;
 };
 
-// Defect 4: 1000 idle connections delayed a scrape by 4.5-14.5 s, 80 new
+// 1000 idle connections once delayed a scrape by 4.5-14.5 s, 80 new
 // idle connections a second pushed it past 10 s. One source now holds at
 // most 32 connections (max_connections_per_source); its oldest idle one is
 // shut down when it opens another.
@@ -168,7 +168,7 @@ TEST_F(HttpRoundTwoTest, AScrapeFromTheFloodingSourceItselfEvictsItsOldestIdleCo
   EXPECT_TRUE(ServerClosed(held.front().get())) << "the oldest idle connection stays open";
 }
 
-// Issue #20: every response said Connection: close, so every scrape was a
+// Every response once said Connection: close, so every scrape was a
 // new TCP connection (and TLS handshake). Now two requests share one
 // connection, and the server closes it after the 10 s idle bound.
 TEST_F(HttpRoundTwoTest, ScrapesReuseTheirConnectionUntilTheIdleBound) {

@@ -1,4 +1,4 @@
-// Attribution inside a host (issue 22) on this kernel, as root: a network
+// Attribution inside a host on this kernel, as root: a network
 // namespace joined to this one by a veth pair, a real hostperf_exporter
 // responder inside, `hostperf net` and a probing daemon outside. (a) A tbf
 // shaper on our end of the veth: the run names the interface the route uses

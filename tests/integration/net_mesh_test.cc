@@ -1,4 +1,4 @@
-// Throughput among all hosts at once (issue 18) on this kernel, as root: four
+// Throughput among all hosts at once on this kernel, as root: four
 // network namespaces joined by veth pairs to one bridge, a real
 // hostperf_exporter responder in each, `hostperf net` coordinating from the
 // root namespace. (a) All-to-all: every host sends to and receives from the

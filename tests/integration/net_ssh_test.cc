@@ -1,4 +1,4 @@
-// `hostperf net` on bare hosts (issue 18), as root: two network namespaces on
+// `hostperf net` on bare hosts, as root: two network namespaces on
 // a bridge, each running Debian's real OpenSSH server (started by the test on
 // its own port, with a test host key and an authorized test key), and
 // nothing of hostperf. The CLI copies hostperf-peer over SCP, starts it over

@@ -19,15 +19,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "hostperf/base/files.h"
+
 namespace hostperf::testing {
 namespace {
-
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 int DecodeStatus(int raw) {
   if (WIFEXITED(raw)) return WEXITSTATUS(raw);
@@ -44,6 +39,8 @@ std::string TempPath(const std::string& prefix) {
 }
 
 }  // namespace
+
+std::string ReadText(const std::string& path) { return ReadFile(path).value_or(""); }
 
 ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env)
     : stdout_path_(TempPath("hostperf-out-")), stderr_path_(TempPath("hostperf-err-")) {
@@ -79,8 +76,8 @@ ChildProcess::~ChildProcess() {
   std::filesystem::remove(stderr_path_);
 }
 
-std::string ChildProcess::Stdout() const { return ReadWhole(stdout_path_); }
-std::string ChildProcess::Stderr() const { return ReadWhole(stderr_path_); }
+std::string ChildProcess::Stdout() const { return ReadText(stdout_path_); }
+std::string ChildProcess::Stderr() const { return ReadText(stderr_path_); }
 void ChildProcess::Signal(int signo) const { kill(pid_, signo); }
 
 std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {

@@ -11,6 +11,9 @@
 
 namespace hostperf::testing {
 
+// The whole of a file the test or a child wrote; "" when it cannot be read.
+std::string ReadText(const std::string& path);
+
 // A child process with stdout and stderr captured to files, so that tests can
 // read what it said while it runs.
 class ChildProcess {

@@ -219,7 +219,7 @@ TEST(RunApi, AuthValidationOneAtATimeCancelAndPromptScrapes) {
   // The scheduler was paused and resumed; the daemon still serves.
   EXPECT_EQ(daemon.Call("GET", "/-/ready", "", "").status, 200);
 #ifdef HOSTPERF_CURL
-  // Issue #20: the run API on one kept connection: a POST with a body
+  // The run API on one kept connection: a POST with a body
   // (refused, 400), then the list and a scrape.
   const std::string base = "http://127.0.0.1:" + std::to_string(daemon.Port());
   const std::string auth = std::string("Authorization: Bearer ") + kToken;

@@ -26,11 +26,6 @@ using ::testing::HasSubstr;
 
 constexpr const char* kUnit = "hostperf_exporter.service";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
 
 // `cmake --install` of this build into `prefix`, optionally under DESTDIR.
@@ -82,17 +77,17 @@ TEST_F(InstalledUnit, PlacesBinariesUnitDefaultsConfigAndDashboardsUnderThePrefi
     EXPECT_TRUE(Exists(Path(file))) << file;
   }
   EXPECT_TRUE(std::filesystem::is_directory(Path("share/hostperf"))) << "dashboards and rules directory";
-  const std::string unit = ReadFile(UnitPath());
+  const std::string unit = ReadText(UnitPath());
   // Paths in the unit follow the install prefix.
   EXPECT_EQ(UnitValue(unit, "ExecStart"),
             Path("bin/hostperf_exporter") + " --config.file=" + Path("etc/hostperf/hostperf.toml") + " $ARGS");
   EXPECT_EQ(UnitValue(unit, "EnvironmentFile"), "-" + Path("etc/default/hostperf_exporter"));
-  EXPECT_THAT(ReadFile(Path("etc/default/hostperf_exporter")), HasSubstr("\nARGS=\"\"\n"));
-  EXPECT_THAT(ReadFile(Path("lib/sysusers.d/hostperf.conf")), HasSubstr("\nu hostperf - "));
+  EXPECT_THAT(ReadText(Path("etc/default/hostperf_exporter")), HasSubstr("\nARGS=\"\"\n"));
+  EXPECT_THAT(ReadText(Path("lib/sysusers.d/hostperf.conf")), HasSubstr("\nu hostperf - "));
 }
 
 TEST_F(InstalledUnit, UnitIsNotifyWithWatchdogReloadRestartAndStateDirectory) {
-  const std::string unit = ReadFile(UnitPath());
+  const std::string unit = ReadText(UnitPath());
   EXPECT_EQ(UnitValue(unit, "Type"), "notify");
   EXPECT_FALSE(UnitValue(unit, "WatchdogSec").empty());
   EXPECT_EQ(UnitValue(unit, "ExecReload"), "kill -HUP $MAINPID");
@@ -136,10 +131,10 @@ TEST(InstallLayout, PrefixUsrPutsConfigInEtcAndTheUnitInSystemdsDirectory) {
   // The annotated example beside the docs; the conffile sets nothing.
   EXPECT_TRUE(Exists(root.path() + "/usr/share/doc/hostperf/examples/hostperf.toml"));
   EXPECT_TRUE(Exists(root.path() + "/usr/share/doc/hostperf/copyright"));
-  EXPECT_THAT(ReadFile(root.path() + "/etc/hostperf/hostperf.toml"),
+  EXPECT_THAT(ReadText(root.path() + "/etc/hostperf/hostperf.toml"),
               HasSubstr("/usr/share/doc/hostperf/examples/hostperf.toml"));
   EXPECT_FALSE(Exists(root.path() + "/usr/etc")) << "sysconfdir of prefix /usr is /etc";
-  const std::string unit = ReadFile(root.path() + HOSTPERF_SYSTEMD_UNIT_DIR + "/" + kUnit);
+  const std::string unit = ReadText(root.path() + HOSTPERF_SYSTEMD_UNIT_DIR + "/" + kUnit);
   EXPECT_EQ(UnitValue(unit, "ExecStart"), "/usr/bin/hostperf_exporter --config.file=/etc/hostperf/hostperf.toml $ARGS");
   EXPECT_EQ(UnitValue(unit, "EnvironmentFile"), "-/etc/default/hostperf_exporter");
 }

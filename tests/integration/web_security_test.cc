@@ -210,7 +210,7 @@ TEST_F(WebSecurityTest, TlsWithBasicAuth) {
   EXPECT_EQ(Curl(port, {"--cacert", ca, "-u", "alice:wrong"}), 401);
   EXPECT_EQ(Curl(port, {"--cacert", ca, "-u", "alice:alice-pw"}), 200) << last_curl_error_;
 #ifdef HOSTPERF_CURL
-  // Issue #20: keep-alive over TLS with auth: three requests (the first
+  // Keep-alive over TLS with auth: three requests (the first
   // refused without credentials), one TCP connection and one handshake.
   const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/metrics";
   const auto curl = RunCommand(HOSTPERF_CURL, {"-sS", "-v", "--cacert",  ca, "-o", "/dev/null",      url,  "--next",
@@ -282,7 +282,7 @@ Handshake SClient(int port, const std::string& options) {
           result.out + result.err};
 }
 
-// Issue #21: TLS 1.2 took static-RSA key exchange and CBC-SHA1 suites, and
+// TLS 1.2 once took static-RSA key exchange and CBC-SHA1 suites, and
 // cipher_suites, curve_preferences and prefer_server_cipher_suites were refused.
 TEST_F(WebSecurityTest, Tls12OffersForwardSecretAeadSuitesOnlyByDefault) {
   // An RSA certificate, so that static-RSA suites could be chosen at all.
@@ -342,7 +342,7 @@ TEST_F(WebSecurityTest, UnknownCipherSuiteOrCurveRefusesToStart) {
   }
 }
 
-// Defect 4 over TLS: 600 connections that each send the first bytes of a
+// Slow handshakes: 600 connections that each send the first bytes of a
 // ClientHello and stop held a worker each for the whole request timeout.
 TEST_F(WebSecurityTest, PartialClientHellosFromOneSourceDoNotDelayTlsScrapes) {
   SKIP_WITHOUT_CURL();
@@ -412,7 +412,7 @@ double CpuSeconds(pid_t pid) {
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-// Defect 3, HTTP part: 16 concurrent wrong-password clients kept a core busy
+// Password guessing, HTTP part: 16 concurrent wrong-password clients kept a core busy
 // with bcrypt. Checks of unknown credentials are now rate-limited per source
 // and overall and run one at a time; known-good ones are cached.
 TEST_F(WebSecurityTest, ConcurrentWrongPasswordsCostLittleCpuAndGenuineRequestsStillPass) {

@@ -100,7 +100,7 @@ void Burn(std::chrono::milliseconds cpu) {
   }
 }
 
-// Issue 21, defect 3: the CPU budget is charged with the probes' own threads,
+// The CPU budget is charged with the probes' own threads,
 // not the whole process (scrapes, the responder, bcrypt checks).
 TEST(ProbeCpuScopeTest, OnlyThreadsInsideAScopeAreCharged) {
   const double before = ProbeCpuSeconds();

@@ -1,5 +1,5 @@
 // State files (runs.json, cpu_baselines.json) are written through a
-// temporary that no planted link or file can redirect (issue 21, defect 7).
+// temporary that no planted link or file can redirect.
 #include "hostperf/probes/state_file.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/base/files.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes {
@@ -21,12 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string Slurp(const fs::path& path) { return ReadFile(path).value_or(""); }
 
 class StateFileTest : public ::testing::Test {
  protected:

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace hostperf {
 namespace {
@@ -72,6 +74,15 @@ Result<std::string> ReadBoundedFile(const std::filesystem::path& path, std::stri
     }
   }
   return text;
+}
+
+std::optional<std::string> ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return std::move(text).str();
 }
 
 std::size_t JsonNestingDepth(std::string_view text, std::size_t stop_above) {

@@ -18,7 +18,7 @@ namespace {
 // libcurl is loaded on first use, not linked: the daemon needs it only for a
 // full run that reads HDFS, and linking it loaded its 24 dependencies
 // (GnuTLS, Kerberos, LDAP, libssh2, nghttp2, ...) into every daemon, 3.8 MiB
-// of its 21 MiB resident set (issue 20). systemd loads its optional
+// of its 21 MiB resident set. systemd loads its optional
 // libraries the same way. The table holds the functions this file calls;
 // the types and constants still come from <curl/curl.h>.
 // libcurl's SONAME since 7.16 (2006): Debian's libcurl4 (OpenSSL flavour;

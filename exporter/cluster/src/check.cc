@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "hostperf/base/files.h"
+#include "hostperf/base/flags.h"
 #include "hostperf/config/units.h"
 #include "hostperf/probes/disk/results.h"
-#include "hostperf/probes/flags.h"
 #include "hostperf/probes/memory/results.h"
 #include "hostperf/probes/net/results.h"
 
@@ -295,23 +295,23 @@ Result<TestSelection> ParseTestSelection(std::string_view letters) {
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
-  static constexpr probes::FlagSpec kFlags[] = {
-      probes::Switch("", "D"),    probes::Switch("", "vV"),          probes::Switch("help", "?").Stopping(),
-      probes::Switch("json"),     probes::Valued("duration"),        probes::Valued("api-port"),
-      probes::Valued("net-port"), probes::Valued("token-file"),      probes::Valued("stream-size"),
-      probes::Valued("", "f"),    probes::Valued("", "S"),           probes::Valued("", "B"),
-      probes::Valued("", "d"),    probes::Valued("", "h"),           probes::Valued("", "r"),
-      probes::Switch("tls"),      probes::Valued("ca-file"),         probes::Valued("cert-file"),
-      probes::Valued("key-file"), probes::Valued("basic-auth-user"), probes::Valued("basic-auth-password-file"),
+  static constexpr FlagSpec kFlags[] = {
+      Switch("", "D"),    Switch("", "vV"),          Switch("help", "?").Stopping(),
+      Switch("json"),     Valued("duration"),        Valued("api-port"),
+      Valued("net-port"), Valued("token-file"),      Valued("stream-size"),
+      Valued("", "f"),    Valued("", "S"),           Valued("", "B"),
+      Valued("", "d"),    Valued("", "h"),           Valued("", "r"),
+      Switch("tls"),      Valued("ca-file"),         Valued("cert-file"),
+      Valued("key-file"), Valued("basic-auth-user"), Valued("basic-auth-password-file"),
   };
-  auto parsed_flags = probes::ParseFlags(args, {kFlags});
+  auto parsed_flags = ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
   if (!parsed_flags->positional.empty()) {
     return R::Error("unknown option \"" + parsed_flags->positional.front() + "\"");
   }
   CheckOptions options;
   std::string letters = "dsn";  // gpcheckperf's default
-  for (const probes::FlagValue& flag : parsed_flags->flags) {
+  for (const FlagValue& flag : parsed_flags->flags) {
     const std::string& value = flag.value;
     if (flag.Is("D")) {
       options.per_host = true;

@@ -19,16 +19,12 @@
 #include <thread>
 #include <vector>
 
-#include "hostperf/base/files.h"
-#include "hostperf/base/http_client.h"
-#include "hostperf/cluster/check.h"
-#include "hostperf/cluster/run_client.h"
+#include "hostperf/base/flags.h"
+#include "hostperf/cluster/check_command.h"
 #include "hostperf/cmd/logging.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/build_info.h"
-#include "hostperf/probes/flags.h"
 #include "hostperf/probes/probe.h"
-#include "hostperf/runs/api_token.h"
 #include "hostperf/runs/full_run.h"
 
 namespace {
@@ -36,65 +32,6 @@ namespace {
 constexpr const char* kUsageHead = R"(usage: hostperf [--config.file=PATH] COMMAND [options]
 
 Commands:
-)";
-// gpcheckperf's program name runs `hostperf check` (DropInCommand).
-constexpr const char* kCheckReferenceTool = "gpcheckperf";
-// Orchestration across hosts: not a probe, so not a probe module's command.
-constexpr const char* kCheckSummary = R"(  check [-d DIR]... [-h HOST]... [-f HOSTFILE] [-r dsNnM] [-D] [-v] [--json]
-                      gpcheckperf: disk, stream and network tests on every
-                      host, and the RESULT block (hostperf check --help)
-)";
-constexpr const char* kCheckUsage = R"(usage: hostperf check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM]
-                      [-D] [-v] [-S SIZE] [-B SIZE] [--duration TIME]
-                      [--stream-size N] [--api-port PORT] [--net-port PORT]
-                      [--token-file FILE] [--tls] [--ca-file FILE]
-                      [--cert-file FILE --key-file FILE]
-                      [--basic-auth-user USER --basic-auth-password-file FILE]
-                      [--json]
-
-gpcheckperf: runs the selected tests on every host at once and prints the
-RESULT block. This host runs its tests in-process; other hosts run them
-through their hostperf_exporter's run API. The disk test is gpcheckperf's:
-one sequential writer per -d directory, all at once, then one reader per
-directory, all at once; a host's bandwidth is its total bytes over the
-pass's wall time (vioperf's tests are hostperf io's).
-
-  -r dsNnM          tests (default dsn): d disk, s stream, and one network
-                    test: N parallel pairs, n serial pairs, M full matrix
-  -d DIR            a directory for the disk test (repeat for more)
-  -h HOST[:PORT]    a host (repeat for more; default: this host alone);
-                    PORT is its run API port (default --api-port)
-  -f HOSTFILE       hosts, one per line
-  -S SIZE           the disk test's total over the host's -d directories
-                    (as 100GB, 512MB), written exactly, shared by them;
-                    default twice the host's RAM, as gpcheckperf, so that
-                    the page cache cannot hold it. hostperf writes and reads
-                    with O_DIRECT, so a smaller size is valid too
-  -B SIZE           the disk test's block size (default 32KB)
-  --duration TIME   the network test's length per link (default 15s, at
-                    most 60s)
-  --stream-size N   the stream test's array size in elements
-  -D                per-host bandwidth lines in the RESULT block
-  -v                each host's and link's step as it starts and ends, and
-                    the matrix's per-link lines
-  --json            the RESULT block's figures as JSON on stdout (bytes and
-                    seconds; "errors" lists what failed)
-  --api-port PORT   other hosts' run API port (default 9580)
-  --net-port PORT   other hosts' responder port (default: this config's
-                    first probes.net port)
-  --token-file FILE other hosts' run API token (default: api.token_file)
-Other hosts' --web.config.file (docs/security.md):
-  --tls             https:// (implied by --ca-file and --cert-file)
-  --ca-file FILE    trust this CA for their certificates (default: the
-                    system's CAs)
-  --cert-file FILE, --key-file FILE
-                    a client certificate and its key (mutual TLS)
-  --basic-auth-user USER, --basic-auth-password-file FILE
-                    basic auth (basic_auth_users); the password is the
-                    file's first line. The token then goes in
-                    X-Hostperf-Token
-  --help            this help
-On a terminal, stderr shows what runs now and for how long.
 )";
 constexpr const char* kUsageTail = R"(
 Global flags:
@@ -109,7 +46,7 @@ std::string Usage() {
   for (const hostperf::probes::ProbeModule* module : hostperf::probes::AllProbes()) {
     usage += module->command.usage;
   }
-  return usage + kCheckSummary + kUsageTail;
+  return usage + std::string(hostperf::cluster::CheckCommandSummary()) + kUsageTail;
 }
 
 std::atomic<bool> g_cancel{false};
@@ -248,111 +185,36 @@ int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<
   return module.command.run(args, context);
 }
 
-// The run API's client with check's TLS and basic auth flags.
-hostperf::Result<std::unique_ptr<hostperf::HttpClient>> MakeRunApiClient(
-    const hostperf::cluster::CheckOptions& options) {
-  hostperf::HttpClientSettings settings;
-  settings.ca_file = options.ca_file;
-  settings.cert_file = options.cert_file;
-  settings.key_file = options.key_file;
-  if (!options.basic_auth_user.empty()) {
-    auto password = hostperf::ReadBoundedFile(options.basic_auth_password_file, "basic auth password file",
-                                              hostperf::kMaxSecretFileBytes, hostperf::FileAccess::kOwnerOnly);
-    if (!password) return password.failure();
-    std::string line = password->substr(0, password->find_first_of("\r\n"));
-    if (line.empty()) {
-      return hostperf::Result<std::unique_ptr<hostperf::HttpClient>>::Error(
-          "the basic auth password file " + options.basic_auth_password_file + " is empty");
-    }
-    settings.basic_user = options.basic_auth_user;
-    settings.basic_password = std::move(line);
-  }
-  return hostperf::HttpClient::Create(std::move(settings));
-}
-
-// gpcheckperf: runs the selected tests and prints the RESULT block; exit 1
-// when a test failed or could not run.
+// `hostperf check`, with the CLI's full-run path and step line lent to it.
 int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
-  namespace check = hostperf::cluster;
-  auto parsed = check::ParseCheckArgs(args);
-  if (!parsed) return UsageError("check", parsed.error());
-  if (parsed->help) {
-    std::fputs(kCheckUsage, stdout);
-    return 0;
-  }
-  char name[256] = {};
-  const std::string local = ::gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
-  // Other hosts run their tests through their run API, with the fleet's token.
-  const bool any_remote = std::any_of(parsed->hosts.begin(), parsed->hosts.end(), [&](const std::string& host) {
-    const auto spec = check::ParseHostSpec(host, parsed->api_port);
-    return !spec || !check::IsLocalHost(spec->address, local);
-  });
-  hostperf::exporter::RemoteRunOptions remote;
-  remote.cancel = &g_cancel;
-  std::unique_ptr<hostperf::HttpClient> client;
-  if (any_remote) {
-    auto made = MakeRunApiClient(*parsed);
-    if (!made) {
-      std::fprintf(stderr, "hostperf check: %s\n", made.error().c_str());
-      return 1;
-    }
-    client = std::move(made).value();
-    remote.client = client.get();
-    remote.tls = parsed->tls;
-    const std::filesystem::path token_file = !parsed->token_file.empty() ? parsed->token_file : config->api.token_file;
-    if (token_file.empty()) {
-      std::fputs(
-          "hostperf check: other hosts run their tests through their run API: give its token with "
-          "--token-file FILE or api.token_file in the config\n",
-          stderr);
-      return 1;
-    }
-    auto token = hostperf::exporter::ReadApiToken(token_file);
-    if (!token) {
-      std::fprintf(stderr, "hostperf check: %s\n", token.error().c_str());
-      return 1;
-    }
-    remote.token = *token;
-  }
-  const check::HostRunner run_on = [&](const std::string& host, std::string_view probe, const nlohmann::json& options) {
-    const auto spec = check::ParseHostSpec(host, parsed->api_port);
-    if (!spec) return hostperf::probes::ProbeOutcome::Failure("bad_host", spec.error());
-    if (check::IsLocalHost(spec->address, local)) {
-      const hostperf::probes::ProbeModule* module = hostperf::probes::FindProbe(probe);
-      if (module == nullptr) return hostperf::probes::ProbeOutcome::Failure("unknown_probe", std::string(probe));
-      auto parsed = hostperf::probes::ParseProbeOptions(probe, options);
-      if (!parsed) return hostperf::probes::ProbeOutcome::Failure(parsed.failure());
-      return RunFull(*module, *config, std::move(parsed).value());
-    }
-    return hostperf::exporter::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
+  // The ticker as the check's step line.
+  class TickerLine final : public hostperf::cluster::StepLine {
+   public:
+    void Set(const std::string& step) override { ticker_.Set(step); }
+    void Clear() override { ticker_.Clear(); }
+
+   private:
+    StepTicker ticker_;
   };
-  StepTicker ticker;
-  check::CheckProgress progress;
-  progress.on_note = [&](const std::string& note) {
-    ticker.Clear();
-    // With --json, stdout holds the document alone.
-    std::fprintf(parsed->json ? stderr : stdout, "%s\n", note.c_str());
-    std::fflush(parsed->json ? stderr : stdout);
+  hostperf::cluster::CheckCommandContext context;
+  context.config = config;
+  context.run_local = [config](const hostperf::probes::ProbeModule& module,
+                               std::shared_ptr<const hostperf::probes::ProbeOptions> options) {
+    return RunFull(module, *config, std::move(options));
   };
-  progress.on_step = [&](const std::string& step) { ticker.Set(step); };
-  const auto run = check::RunCheck(*parsed, run_on, local, progress);
-  ticker.Stop();
-  if (parsed->json) {
-    nlohmann::json document = run.check;
-    document["errors"] = run.errors;
-    std::printf("%s\n", document.dump(2).c_str());
-  } else if (run.ran) {
-    std::fputs(check::FormatCheckResult(run.check, {parsed->per_host, parsed->verbose}).c_str(), stdout);
-  }
-  for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());
-  return run.errors.empty() ? 0 : 1;
+  context.usage_error = [](const std::string& message) {
+    return UsageError(std::string(hostperf::cluster::kCheckCommandName), message);
+  };
+  context.cancel = &g_cancel;
+  context.step_line = [] { return std::make_unique<TickerLine>(); };
+  return hostperf::cluster::CheckCommand(args, context);
 }
 
 // Started under a reference tool's name (a link in the drop-in directory):
 // the command that reproduces it, or empty.
 std::string DropInCommand(const char* argv0) {
   const std::string program = std::filesystem::path(argv0 == nullptr ? "" : argv0).filename().string();
-  if (program == kCheckReferenceTool) return "check";
+  if (program == hostperf::cluster::kCheckReferenceTool) return std::string(hostperf::cluster::kCheckCommandName);
   for (const hostperf::probes::ProbeModule* module : hostperf::probes::AllProbes()) {
     if (!module->command.reference_tool.empty() && module->command.reference_tool == program) {
       return std::string(module->command.name);
@@ -365,24 +227,24 @@ std::string DropInCommand(const char* argv0) {
 
 int main(int argc, char** argv) {
   using namespace hostperf;
-  static constexpr probes::FlagSpec kGlobalFlags[] = {
-      probes::Switch("help").Stopping(),
-      probes::Switch("version").Stopping(),
-      probes::Valued("config.file"),
+  static constexpr FlagSpec kGlobalFlags[] = {
+      Switch("help").Stopping(),
+      Switch("version").Stopping(),
+      Valued("config.file"),
   };
   // Global flags end at the command; the command parses the rest. Under a
   // reference tool's name every argument is the tool's, and the config file
   // comes from HOSTPERF_CONFIG (else the default below).
   const std::vector<std::string> args(argv + 1, argv + argc);
   const std::string drop_in = DropInCommand(argc > 0 ? argv[0] : nullptr);
-  auto parsed = drop_in.empty() ? probes::ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true})
-                                : Result<probes::ParsedFlags>(probes::ParsedFlags{});
+  auto parsed = drop_in.empty() ? ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true})
+                                : Result<ParsedFlags>(ParsedFlags{});
   if (!parsed) return UsageError("", parsed.error());
   std::optional<std::filesystem::path> config_file;
   if (const char* env = std::getenv("HOSTPERF_CONFIG"); !drop_in.empty() && env != nullptr && *env != '\0') {
     config_file = env;
   }
-  for (const probes::FlagValue& flag : parsed->flags) {
+  for (const FlagValue& flag : parsed->flags) {
     if (flag.Is("help")) {
       std::fputs(Usage().c_str(), stdout);
       return 0;
@@ -417,7 +279,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  if (command == "check") return CheckCommand(rest, config);
+  if (command == cluster::kCheckCommandName) return CheckCommand(rest, config);
   for (const probes::ProbeModule* module : probes::AllProbes()) {
     if (module->command.run != nullptr && module->command.name == command) return ProbeCommand(*module, rest, *config);
   }

@@ -4,8 +4,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
-#include <fstream>
 #include <sstream>
+
+#include "hostperf/base/files.h"
 
 namespace hostperf::exporter {
 namespace {
@@ -84,11 +85,9 @@ void ImpactGate::Account(bool charge) {
 }
 
 std::optional<double> ImpactGate::Pressure(const char* resource) const {
-  std::ifstream in(options_.proc_root / "pressure" / resource);
-  if (!in) return std::nullopt;  // a kernel without PSI: the gate stays open
-  std::stringstream content;
-  content << in.rdbuf();
-  return ParsePressureSomeAvg10(content.str());
+  const auto content = ReadFile(options_.proc_root / "pressure" / resource);
+  if (!content) return std::nullopt;  // a kernel without PSI: the gate stays open
+  return ParsePressureSomeAvg10(*content);
 }
 
 std::optional<ImpactSkip> ImpactGate::Admit() {

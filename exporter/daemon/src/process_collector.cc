@@ -2,22 +2,14 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
+#include "hostperf/base/files.h"
 #include "hostperf/daemon/collectors.h"
 
 namespace hostperf::exporter {
 namespace {
-
-std::optional<std::string> ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Non-throwing: a malformed file must cost its metric, not the scrape.
 std::optional<double> ToDouble(std::string_view text) {

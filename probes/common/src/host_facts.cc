@@ -6,13 +6,14 @@
 #include <cctype>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
+
+#include "hostperf/base/files.h"
 
 namespace hostperf::probes {
 
@@ -38,15 +39,6 @@ std::optional<T> ParseNumber(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
   return value;
-}
-
-std::optional<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return std::move(text).str();
 }
 
 std::optional<std::string> ReadTrimmed(const fs::path& path) {

@@ -1,5 +1,7 @@
 #include "hostperf/probes/probe.h"
 
+#include <prometheus/registry.h>
+
 #include <cmath>
 #include <cstdio>
 
@@ -81,6 +83,12 @@ void PrintJsonResult(const ProbeOutcome& outcome) {
   const nlohmann::json& result = outcome.result.is_null() ? nlohmann::json::object() : outcome.result;
   std::printf("%s\n", result.dump(2).c_str());
   std::fflush(stdout);
+}
+
+std::shared_ptr<prometheus::Registry> RegistryFor(const ProbeDeps& deps) {
+  if (deps.registry == nullptr) return std::make_shared<prometheus::Registry>();
+  // Aliasing, with no owner: the daemon's registry outlives its probes.
+  return std::shared_ptr<prometheus::Registry>(std::shared_ptr<void>(), deps.registry);
 }
 
 }  // namespace hostperf::probes

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "hostperf/base/files.h"
-#include "hostperf/probes/cpu/stats.h"
 #include "hostperf/probes/state_file.h"
+#include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::cpu {
 

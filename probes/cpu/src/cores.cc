@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <memory>
-#include <sstream>
 #include <string>
 
-#include "hostperf/probes/cpu/stats.h"
+#include "hostperf/base/files.h"
 #include "hostperf/probes/host_facts.h"
+#include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::cpu {
 
@@ -70,11 +69,9 @@ RotationSet ChooseRotationCpus(const std::vector<int>& online, const std::vector
 }
 
 std::vector<int> ReadOnlineCpus(const SystemRoots& roots) {
-  std::ifstream in(roots.sys / "devices/system/cpu/online");
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto cpus = ParseCpuList(text.str());
+  const auto text = ReadFile(roots.sys / "devices/system/cpu/online");
+  if (!text) return {};
+  auto cpus = ParseCpuList(*text);
   if (!cpus) return {};
   std::vector<int> sorted = std::move(cpus).value();
   std::sort(sorted.begin(), sorted.end());

@@ -245,8 +245,8 @@ class CpuProbe final : public Probe {
       : seams_(std::move(seams)),
         roots_(deps.roots),
         // The CLI may run without an exporter; metrics then go nowhere.
-        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
-        registry_(deps.registry ? *deps.registry : *own_registry_),
+        registry_handle_(RegistryFor(deps)),
+        registry_(*registry_handle_),
         baselines_(deps.state_directory),
         cpu_model_(ReadHostFacts(deps.roots).cpu_model),
         workload_cpu_(RegisterFamily(prometheus::BuildGauge(), "hostperf_cpu_workload_cpu_seconds",
@@ -516,7 +516,7 @@ class CpuProbe final : public Probe {
 
   CpuProbeSeams seams_;
   SystemRoots roots_;
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
   prometheus::Registry& registry_;
   BaselineStore baselines_;
   const std::string cpu_model_;

@@ -7,9 +7,9 @@
 #include <system_error>
 #include <thread>
 
-#include "hostperf/probes/cpu/stats.h"
 #include "hostperf/probes/cpu/workload.h"
 #include "hostperf/probes/probe_cpu.h"
+#include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::cpu {
 

@@ -236,8 +236,8 @@ class DiskProbe final : public Probe {
   explicit DiskProbe(const ProbeDeps& deps)
       : roots_(deps.roots),
         state_directory_(deps.state_directory),
-        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
-        registry_(deps.registry ? *deps.registry : *own_registry_),
+        registry_handle_(RegistryFor(deps)),
+        registry_(*registry_handle_),
         latency_(prometheus::BuildHistogram()
                      .Name("hostperf_disk_op_latency_seconds")
                      .Help("Latency of one block read or write of the disk probe, by operation.")
@@ -541,7 +541,7 @@ class DiskProbe final : public Probe {
     bool skipped = false;
   };
 
-  // The directory's own outcome (issue 21): success per directory, its
+  // The directory's own outcome: success per directory, its
   // reason counted, and a failed directory's figures dropped. A skip (no
   // room or budget for a scheduled run) and a cancellation leave them.
   void RecordDirectory(const Plan& plan, const std::string& path, const DirectoryOutcome& outcome) {
@@ -1133,7 +1133,7 @@ class DiskProbe final : public Probe {
 
   SystemRoots roots_;
   std::filesystem::path state_directory_;
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
   prometheus::Registry& registry_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Counter>& read_bytes_;

@@ -5,8 +5,8 @@
 #include <set>
 #include <string_view>
 
+#include "hostperf/base/flags.h"
 #include "hostperf/config/units.h"
-#include "hostperf/probes/flags.h"
 
 namespace hostperf::probes::disk {
 namespace {

@@ -360,7 +360,7 @@ void Workload::FormatNext(const Lane& lane, std::byte* target, const File& file,
   }
 }
 
-// Measured at 4 KiB on a RAM-backed ext4 (issue 20): Read with every block's
+// Measured at 4 KiB on a RAM-backed ext4: Read with every block's
 // check handed to the helper ran at 0.62 of fio, inline at about 1.0; a
 // 4 KiB CRC32C takes well under a microsecond, a hand-off's wake-up several.
 bool Workload::Overlapped(const Lane& lane) const { return options_.crc && lane.size >= kOverlapMinBlockSize; }

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "hostperf/probes/flags.h"
+#include "hostperf/base/flags.h"
 #include "hostperf/probes/host_facts.h"
 #include "hostperf/probes/memory/module.h"
 
@@ -106,8 +106,8 @@ class MemoryProbe final : public Probe {
   MemoryProbe(const ProbeDeps& deps, MemoryProbeSeams seams)
       : seams_(std::move(seams)),
         roots_(deps.roots),
-        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
-        registry_(deps.registry ? *deps.registry : *own_registry_),
+        registry_handle_(RegistryFor(deps)),
+        registry_(*registry_handle_),
         bandwidth_(prometheus::BuildGauge()
                        .Name("hostperf_memory_bandwidth_bytes_per_second")
                        .Help("Best STREAM rate of the last run per kernel (STREAM's byte counting).")
@@ -196,7 +196,7 @@ class MemoryProbe final : public Probe {
 
   MemoryProbeSeams seams_;
   SystemRoots roots_;
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
   prometheus::Registry& registry_;
   prometheus::Family<prometheus::Gauge>& bandwidth_;
   prometheus::Family<prometheus::Gauge>& cache_resident_;

@@ -28,7 +28,7 @@ constexpr std::size_t kStreamDefaultElements = 10'000'000;
 // ours sit back to back the same way, each start rounded to a cache line.
 // Neither is aligned to a page or a huge page: 2 MiB-aligned arrays with
 // MADV_HUGEPAGE read 11-18 % above STREAM on a host whose THP policy is
-// "madvise" (issue 20), and put a, b and c at the same offset modulo 4 KiB,
+// "madvise", and put a, b and c at the same offset modulo 4 KiB,
 // which STREAM's layout does not. Page size follows the host's THP policy,
 // as it does for STREAM.
 constexpr std::size_t kAlignment = 64;

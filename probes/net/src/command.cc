@@ -1,19 +1,18 @@
 #include "hostperf/probes/net/command.h"
 
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "hostperf/base/files.h"
-#include "hostperf/probes/flags.h"
+#include "hostperf/base/flags.h"
 #include "hostperf/probes/net/net_probe.h"
+#include "hostperf/probes/net/results.h"
 
 namespace hostperf::probes::net {
 
@@ -218,14 +217,7 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
 }
 
 std::string DefaultResultsFileName() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d_%H:%M:%S", &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  return fmt::format("results.{},{:03d}.json", text, ms);
+  return "results." + VnetperfTimestamp(std::chrono::system_clock::now()) + ".json";
 }
 
 Result<bool> WriteResultsFile(const std::string& path, const nlohmann::json& result, bool condense) {

@@ -34,6 +34,8 @@
 #include "hostperf/probes/net/plan.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
+#include "hostperf/probes/net/results.h"
+#include "hostperf/probes/stats.h"
 
 namespace hostperf::probes::net {
 
@@ -59,12 +61,6 @@ const prometheus::Histogram::BucketBoundaries& RttBuckets() {
   return kBuckets;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
 double Percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -72,17 +68,8 @@ double Percentile(std::vector<double> values, double q) {
   return values[std::min(index, values.size() - 1)];
 }
 
-// vnetperf's date column: 2022-03-29_10:23:55,739
-std::string VnetperfDate() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%d_%H:%M:%S", &tm);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  return fmt::format("{},{:03d}", text, ms);
-}
+// vnetperf's date column, now.
+std::string VnetperfDate() { return VnetperfTimestamp(std::chrono::system_clock::now()); }
 
 template <typename Builder>
 auto& Family(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
@@ -403,8 +390,8 @@ class NetProbe final : public Probe, private ResponderObserver {
         route_(seams.route_interface ? std::move(seams.route_interface) : NetlinkRouteInterface),
         roots_(deps.roots),
         clock_(seams.clock != nullptr ? seams.clock : &real_clock_),
-        own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
-        registry_(deps.registry ? *deps.registry : *own_registry_),
+        registry_handle_(RegistryFor(deps)),
+        registry_(*registry_handle_),
         rtt_(Family(prometheus::BuildHistogram(), "hostperf_net_rtt_seconds",
                     "UDP ping-pong round-trip time to a peer (responder time removed).", registry_)),
         sent_(Family(prometheus::BuildCounter(), "hostperf_net_packets_sent_total", "UDP pings sent to a peer.",
@@ -1099,7 +1086,7 @@ class NetProbe final : public Probe, private ResponderObserver {
     };
 
     // Which interface serves each host, both ends' MTUs, and what our own
-    // bursts moved on it when they fell short (issue 22): "findings".
+    // bursts moved on it when they fell short: "findings".
     InterfaceCache interfaces(roots_, route_);
     json findings = json::array();
     result["interfaces"] = json::array();
@@ -1293,7 +1280,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   SystemRoots roots_;
   hostperf::RealClock real_clock_;
   const hostperf::Clock* clock_;
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
   prometheus::Registry& registry_;
   prometheus::Family<prometheus::Histogram>& rtt_;
   prometheus::Family<prometheus::Counter>& sent_;

@@ -73,7 +73,7 @@ std::string TableRow(const std::string& table, const json& row) {
   return "";
 }
 
-// Which interface serves each host (issue 22), then what fell short and
+// Which interface serves each host, then what fell short and
 // where: the result's "findings".
 void InterfacesAndFindings(const json& result, std::string* out) {
   const json interfaces = result.value("interfaces", json::array());

@@ -808,7 +808,7 @@ TEST(ImpactGateSchedulerTest, CpuBudgetSkipsRunsOnceSpentAndResumesWhenTheHourMo
   EXPECT_EQ(h.Metric("hostperf_budget_cpu_used_seconds"), 0.0);
 }
 
-// Issue 21, defect 3: runs skipped for budget_exhausted left
+// Runs skipped for budget_exhausted once left
 // hostperf_probe_success at 1 for ever. Once no run has happened for longer
 // than the interval, the schedule is marked suspended and success is 0.
 TEST(ImpactGateSchedulerTest, ASuspendedScheduleIsVisibleAndSuccessIsNotLeftAtOne) {

@@ -161,7 +161,7 @@ TEST(SerializeMetricsTest, ConcatenatesEveryCollectable) {
 TEST(SerializeMetricsTest, NoCollectablesGiveEmptyText) { EXPECT_EQ(SerializeMetrics({}), ""); }
 
 // ---------------------------------------------------------------------------
-// Issue #20: float labels in the shortest round-trip form, as Go prints them.
+// Float labels in the shortest round-trip form, as Go prints them.
 
 struct GoCase {
   double value;

@@ -396,7 +396,7 @@ TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsClearly) {
   EXPECT_EQ(Exchange(port_, GetRequest("/echo")).status, 200);
 }
 
-// Issue #21: one source's idle connections beyond the limit are shut down,
+// One source's idle connections beyond the limit are shut down,
 // oldest first, and counted; a request from the same source still passes.
 TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirst) {
   HttpServerOptions options;
@@ -438,7 +438,7 @@ TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirs
   EXPECT_TRUE(closed(idle[6]));
 }
 
-// Issue 20: many sources, each within its own limit, together beyond
+// Many sources, each within its own limit, together beyond
 // MaxHeldConnections: the oldest idle connections go whatever their source,
 // and a request from yet another source is answered while the rest are held
 // (without the bound it would wait for the 60 s request timeout).
@@ -484,7 +484,7 @@ TEST(HttpServerAdmissionTest, ManySourcesTogetherLeaveWorkersFree) {
 }
 
 // ---------------------------------------------------------------------------
-// Keep-alive (issue #20)
+// Keep-alive
 
 // Sends all of `data`.
 bool SendAll(const Socket& socket, const std::string& data) {

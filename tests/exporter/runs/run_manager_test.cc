@@ -589,7 +589,7 @@ TEST_F(RunManagerTest, HistoryKeepsUnderItsCapByDroppingTheOldestResults) {
   EXPECT_EQ(stored["runs"][3]["results"]["cpu"]["rows"].get<std::string>().size(), 3000u);
 }
 
-// Issue 21: a history nested deeper than kMaxStoredJsonDepth is corrupt, not
+// A history nested deeper than kMaxStoredJsonDepth is corrupt, not
 // built (copying such a value recurses); an accepted request's depth fits.
 TEST_F(RunManagerTest, DeeplyNestedHistoryIsMovedAside) {
   {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "hostperf/base/files.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::cpu {
@@ -29,12 +30,7 @@ BaselineStore MakeStore(const fs::path& dir) {
   return BaselineStore(dir, [] { return kNow; });
 }
 
-json ReadJson(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
-}
+json ReadJson(const fs::path& path) { return json::parse(ReadFile(path).value_or("")); }
 
 void WriteText(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -136,7 +132,7 @@ TEST_F(BaselineStoreTest, CorruptFileIsTreatedAsEmpty) {
   EXPECT_DOUBLE_EQ(ReadJson(dir_ / "cpu_baselines.json")["fp1"]["baseline_cpu_seconds"].get<double>(), 0.030);
 }
 
-// Issue 21: nested deeper than kMaxStoredJsonDepth is corrupt, not built.
+// Nested deeper than kMaxStoredJsonDepth is corrupt, not built.
 TEST_F(BaselineStoreTest, DeeplyNestedFileIsTreatedAsCorrupt) {
   fs::create_directories(dir_);
   WriteText(dir_ / "cpu_baselines.json",

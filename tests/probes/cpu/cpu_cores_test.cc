@@ -28,6 +28,7 @@
 #include "hostperf/probes/cpu/module.h"
 #include "hostperf/probes/cpu/power.h"
 #include "hostperf/probes/cpu/workload.h"
+#include "probe_test_util.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::cpu {
@@ -40,16 +41,7 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = HOSTPERF_FIXTURES_DIR;
 
-std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families, const std::string& name,
-                                       const std::vector<ClientMetric::Label>& labels = {}) {
-  for (const MetricFamily& family : families) {
-    if (family.name != name) continue;
-    for (const ClientMetric& metric : family.metric) {
-      if (metric.label == labels) return metric;
-    }
-  }
-  return std::nullopt;
-}
+using test_support::FindSeries;
 
 std::size_t SeriesCount(const std::vector<MetricFamily>& families, const std::string& name) {
   for (const MetricFamily& family : families) {

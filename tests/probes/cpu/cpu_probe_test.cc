@@ -14,6 +14,7 @@
 #include "hostperf/probes/cpu/cpu_probe_seams.h"
 #include "hostperf/probes/cpu/module.h"
 #include "hostperf/probes/cpu/workload.h"
+#include "probe_test_util.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::cpu {
@@ -23,17 +24,7 @@ using namespace std::chrono_literals;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 
-// Finds one series in a registry snapshot; nullopt when absent.
-std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families, const std::string& name,
-                                       const std::vector<ClientMetric::Label>& labels = {}) {
-  const auto family =
-      std::find_if(families.begin(), families.end(), [&](const MetricFamily& f) { return f.name == name; });
-  if (family == families.end()) return std::nullopt;
-  for (const ClientMetric& metric : family->metric) {
-    if (metric.label == labels) return metric;
-  }
-  return std::nullopt;
-}
+using test_support::FindSeries;
 
 class CpuProbeTest : public ::testing::Test {
  protected:

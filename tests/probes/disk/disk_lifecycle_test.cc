@@ -267,7 +267,7 @@ TEST_F(DiskLifecycleTest, ReloadDuringARunKeepsTheRemovedDirectoryOut) {
   EXPECT_GT(Value("hostperf_disk_written_bytes_total", {{"directory", A()}}).value_or(0), 0);
 }
 
-// Issue 21, defect 6: the registry of directories in use, and "ours" across
+// The registry of directories in use, and "ours" across
 // pid reuse.
 TEST(DiskRunRecordTest, AnIdentityIsAliveOnlyWithTheSameBootPidAndStartTime) {
   const ProcessIdentity self = SelfIdentity();

@@ -40,11 +40,11 @@ config::SectionSchema Section() {
 class ExampleProbe final : public probes::Probe {
  public:
   explicit ExampleProbe(const probes::ProbeDeps& deps)
-      : own_registry_(deps.registry ? nullptr : std::make_shared<prometheus::Registry>()),
+      : registry_(probes::RegistryFor(deps)),
         length_(prometheus::BuildGauge()
                     .Name("hostperf_example_greeting_length")
                     .Help("Characters in the configured greeting times repeat (test-only probe).")
-                    .Register(deps.registry ? *deps.registry : *own_registry_)
+                    .Register(*registry_)
                     .Add({})) {}
 
   std::string_view Name() const override { return "example"; }
@@ -57,7 +57,7 @@ class ExampleProbe final : public probes::Probe {
     return ProbeOutcome::Success({{"greeting", example.greeting}, {"length", length}});
   }
 
-  std::shared_ptr<prometheus::Registry> own_registry_;
+  std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Gauge& length_;
 };
 

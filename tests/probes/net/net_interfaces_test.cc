@@ -1,4 +1,4 @@
-// Attribution inside a host (issue 22): the sysfs and procfs readers on
+// Attribution inside a host: the sysfs and procfs readers on
 // fixture trees, the counter deltas, the report's sentences, the hello's MTU
 // extension, and the probe's series and findings with injected routes.
 #include <gtest/gtest.h>

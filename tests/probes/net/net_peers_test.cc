@@ -362,7 +362,7 @@ TEST(NetPeersFileTest, EmptyListAtTheFirstLoadIsUsedButNotValid) {
   EXPECT_EQ(allowed.failures(), 0u);
 }
 
-// `- &g {targets: [h, h, ...]}` then `- *g` `aliases` times: issue 21's
+// `- &g {targets: [h, h, ...]}` then `- *g` `aliases` times: the
 // 48 KB file that expanded to over 1 GiB.
 std::string AliasBomb(int targets, int aliases) {
   std::string yaml = "- &g {targets: [h";

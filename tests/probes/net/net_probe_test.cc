@@ -17,6 +17,7 @@
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/net/sockets.h"
+#include "probe_test_util.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::net {
@@ -26,16 +27,7 @@ using namespace std::chrono_literals;
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 
-std::optional<ClientMetric> FindSeries(const std::vector<MetricFamily>& families, const std::string& name,
-                                       const std::vector<ClientMetric::Label>& labels = {}) {
-  const auto family =
-      std::find_if(families.begin(), families.end(), [&](const MetricFamily& f) { return f.name == name; });
-  if (family == families.end()) return std::nullopt;
-  for (const ClientMetric& metric : family->metric) {
-    if (metric.label == labels) return metric;
-  }
-  return std::nullopt;
-}
+using test_support::FindSeries;
 
 // Exposition lines of one collected series (a histogram: its buckets, +Inf
 // included, plus _sum and _count).
@@ -87,7 +79,7 @@ class FakeWallClock final : public Clock {
 // probe time. An answering peer adds the clock offset, a burst the
 // throughput series.
 constexpr std::size_t kSeriesPerPingedPeer = 21 + 2 + 1 + 1;
-// Series of a resolved peer whose route is known (issue 22): the interface
+// Series of a resolved peer whose route is known: the interface
 // it goes by, the MTU mismatch and this end's MTU; a peer that answered a
 // hello adds its own MTU (side="remote").
 constexpr std::size_t kInterfaceSeriesPerPeer = 3;

@@ -409,7 +409,7 @@ std::vector<std::uint8_t> ReadUntilClosed(int fd, std::chrono::milliseconds time
   return got;
 }
 
-// Defect 2 of issue 21: a captured hello plus session start, replayed byte for
+// Replay: a captured hello plus session start, replayed byte for
 // byte without the secret, was accepted and kept the responder BUSY for the
 // session's length plus grace. Now the session start is signed over the
 // responder's fresh nonce: the replay fails its HMAC and nobody is kept busy.
@@ -446,7 +446,7 @@ TEST_F(NetResponderTest, ReplayedHelloAndSessionStartAreRefused) {
   EXPECT_EQ(observer_.Drops("busy"), 0);
 }
 
-// Defect 2, the slots: 64 connections replaying a captured hello and then
+// Replay, the slots: 64 connections replaying a captured hello and then
 // trickling a byte every 400 ms held every slot past the idle timeout (the
 // trickle kept them "active") and genuine hellos were refused. Now a
 // connection that has not proven itself may be evicted by a new one and is

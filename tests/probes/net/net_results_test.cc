@@ -1,4 +1,10 @@
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
 
 #include "hostperf/probes/net/results.h"
 
@@ -35,6 +41,40 @@ TEST(NetResultsTest, NoRowsInOtherShapes) {
   EXPECT_TRUE(ReadTcpThroughputRows(json::array()).empty());
   EXPECT_TRUE(ReadTcpThroughputRows({{"tests", {{"latency", json::array()}}}}).empty());
   EXPECT_TRUE(ReadTcpThroughputRows({{"tests", "x"}}).empty());
+}
+
+// Local time: the test sets TZ for itself and puts the caller's back.
+class ScopedTimeZone {
+ public:
+  explicit ScopedTimeZone(const char* zone) {
+    if (const char* old = ::getenv("TZ")) old_ = old;
+    ::setenv("TZ", zone, 1);
+    ::tzset();
+  }
+  ~ScopedTimeZone() {
+    if (old_) {
+      ::setenv("TZ", old_->c_str(), 1);
+    } else {
+      ::unsetenv("TZ");
+    }
+    ::tzset();
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(VnetperfTimestampTest, LocalTimeToTheMillisecond) {
+  using std::chrono::milliseconds;
+  // 2022-03-29 10:23:55.739 UTC
+  const std::chrono::system_clock::time_point when{milliseconds(1648549435739)};
+  {
+    ScopedTimeZone utc("UTC0");
+    EXPECT_EQ(VnetperfTimestamp(when), "2022-03-29_10:23:55,739");
+    EXPECT_EQ(VnetperfTimestamp(when - milliseconds(739)), "2022-03-29_10:23:55,000");
+  }
+  ScopedTimeZone two_hours_east("XYZ-2");
+  EXPECT_EQ(VnetperfTimestamp(when + milliseconds(5)), "2022-03-29_12:23:55,744");
 }
 
 }  // namespace

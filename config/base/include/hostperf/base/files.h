@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,13 @@ enum class FileAccess {
 // <why>` when `what` is empty), reason "bad_file".
 Result<std::string> ReadBoundedFile(const std::filesystem::path& path, std::string_view what, std::size_t max_bytes,
                                     FileAccess access = FileAccess::kAny);
+
+// The whole of a file the kernel or the host provides (/proc, /sys, and
+// their fixture trees in tests); nullopt when it cannot be opened or a read
+// fails. No cap and no file type check, unlike ReadBoundedFile: for
+// pseudo-files, whose size stat does not give, never for files an operator
+// names.
+std::optional<std::string> ReadFile(const std::filesystem::path& path);
 
 // The deepest nesting of arrays and objects in JSON `text` (brackets inside
 // strings do not count), scanning no further than the first point where it

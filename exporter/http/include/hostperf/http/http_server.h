@@ -84,7 +84,7 @@ struct HttpServerOptions {
   // only needs to be as large as the scrapers and run-API clients that are
   // busy at once. Cost: CivetWeb hands connections to its workers in turn,
   // and each keeps ~18 KiB resident (stack pages) once it has served one: 256
-  // workers (before issue 20) held 4.5 MiB after a few hundred scrapes.
+  // workers (the old default) held 4.5 MiB after a few hundred scrapes.
   int worker_threads = 64;
   // A request must arrive in full within this time: slow or idle clients
   // give their worker back instead of holding it (and beyond

@@ -111,6 +111,12 @@ struct ProbeDeps {
   std::filesystem::path state_directory;
 };
 
+// The registry a probe registers its families on: `deps.registry` (not
+// owned), or a registry of the probe's own when none is given (the CLI's
+// commands and tests create probes without the daemon's). The probe keeps
+// the pointer as long as it keeps the families.
+std::shared_ptr<prometheus::Registry> RegistryFor(const ProbeDeps& deps);
+
 class Probe {
  public:
   virtual ~Probe() = default;

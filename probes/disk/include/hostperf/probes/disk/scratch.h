@@ -82,7 +82,7 @@ class ScratchFile {
 std::string ScratchName(std::uint64_t run_id, std::size_t index);
 std::string ScratchName(long pid, std::uint64_t run_id, std::size_t index);
 
-// The registry of directories in use (issue 21, defect 6): before a run
+// The registry of directories in use: before a run
 // writes its first scratch file into a directory, whichever directory (a
 // configured one, or one given to a full run on the API or the CLI), it
 // records it under <state_directory>/disk-runs/<run id>.run, with what

@@ -14,7 +14,7 @@
 
 namespace hostperf::probes::net {
 
-// Attribution inside a host (issue 22): which local interface the route to a
+// Attribution inside a host: which local interface the route to a
 // peer uses, what it is (speed, duplex, MTU, state, bond or team members),
 // and which of its error counters moved while our own bursts ran.
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,5 +22,10 @@ struct ThroughputRow {
   std::optional<double> mb_per_second_received;  // MiB/s
 };
 std::vector<ThroughputRow> ReadTcpThroughputRows(const nlohmann::json& result);
+
+// vnetperf's timestamp, in local time to the millisecond: its date column,
+// the result's "date" and the default results file's name
+// ("2022-03-29_10:23:55,739").
+std::string VnetperfTimestamp(std::chrono::system_clock::time_point when);
 
 }  // namespace hostperf::probes::net

@@ -1,3 +1,5 @@
+// The headline figures of each probe's result against the documented thresholds
+// (probes::HeadlineFigures), and their verdicts on the landing page.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-namespace hostperf::probes::cpu {
+namespace hostperf::probes {
 
 // Median of the values (mean of the middle two for an even count); 0 if empty.
 inline double Median(std::span<const double> values) {
@@ -15,4 +15,4 @@ inline double Median(std::span<const double> values) {
   return sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-}  // namespace hostperf::probes::cpu
+}  // namespace hostperf::probes

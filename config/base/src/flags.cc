@@ -1,8 +1,8 @@
-#include "hostperf/probes/flags.h"
+#include "hostperf/base/flags.h"
 
 #include <optional>
 
-namespace hostperf::probes {
+namespace hostperf {
 namespace {
 
 const FlagSpec* FindLong(std::span<const FlagSpec> specs, std::string_view name) {
@@ -21,8 +21,23 @@ const FlagSpec* FindShort(std::span<const FlagSpec> specs, char letter) {
 
 }  // namespace
 
+std::optional<std::string> ParsedFlags::Get(std::string_view id) const {
+  for (auto flag = flags.rbegin(); flag != flags.rend(); ++flag) {
+    if (flag->Is(id)) return flag->value;
+  }
+  return std::nullopt;
+}
+
+bool ParsedFlags::Has(std::string_view id) const {
+  for (const FlagValue& flag : flags) {
+    if (flag.Is(id)) return true;
+  }
+  return false;
+}
+
 Result<ParsedFlags> ParseFlags(const std::vector<std::string>& args, const FlagGrammar& grammar) {
   using R = Result<ParsedFlags>;
+  const bool exporter = grammar.style == FlagStyle::kExporter;
   ParsedFlags out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -30,7 +45,8 @@ Result<ParsedFlags> ParseFlags(const std::vector<std::string>& args, const FlagG
       out.positional.insert(out.positional.end(), args.begin() + static_cast<long>(i) + 1, args.end());
       break;
     }
-    if (arg.empty() || arg[0] != '-') {
+    const bool is_long = arg.starts_with("--");
+    if (arg.empty() || arg[0] != '-' || (exporter && !is_long)) {
       if (grammar.stop_at_positional) {
         out.positional.insert(out.positional.end(), args.begin() + static_cast<long>(i), args.end());
         break;
@@ -38,7 +54,6 @@ Result<ParsedFlags> ParseFlags(const std::vector<std::string>& args, const FlagG
       out.positional.push_back(arg);
       continue;
     }
-    const bool is_long = arg.starts_with("--");
     std::string spelled;
     std::optional<std::string> inline_value;  // "--opt=value" or "-xvalue"
     const FlagSpec* spec = nullptr;
@@ -54,7 +69,9 @@ Result<ParsedFlags> ParseFlags(const std::vector<std::string>& args, const FlagG
       // A boolean short flag with letters after it is not that flag (no bundling).
       if (spec != nullptr && !spec->takes_value && inline_value) spec = nullptr;
     }
-    if (spec == nullptr) return R::Error("unknown option \"" + arg + "\"");
+    if (spec == nullptr) {
+      return R::Error(exporter ? "unknown flag " + spelled + " (see --help)" : "unknown option \"" + arg + "\"");
+    }
     FlagValue flag{spec, spelled, ""};
     if (spec->takes_value) {
       if (inline_value) {
@@ -62,7 +79,12 @@ Result<ParsedFlags> ParseFlags(const std::vector<std::string>& args, const FlagG
       } else if (i + 1 < args.size()) {
         flag.value = args[++i];
       } else {
-        return R::Error(spelled + " needs " + std::string(spec->needs));
+        return R::Error((exporter ? "flag " : "") + spelled + " needs " + std::string(spec->needs));
+      }
+    } else if (inline_value && exporter) {
+      if (*inline_value == "false") continue;
+      if (*inline_value != "true") {
+        return R::Error("flag " + spelled + " takes true or false, got \"" + *inline_value + "\"");
       }
     } else if (inline_value) {
       return R::Error(spelled + " takes no value");
@@ -73,4 +95,4 @@ Result<ParsedFlags> ParseFlags(const std::vector<std::string>& args, const FlagG
   return out;
 }
 
-}  // namespace hostperf::probes
+}  // namespace hostperf
