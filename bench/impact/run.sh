@@ -16,11 +16,25 @@
 #                 and off, alternating, on the same directory (ATTRIBUTION_DIR)
 #   footprint     resident memory of the daemon (all probes on defaults) and of
 #                 prometheus-node-exporter after SCRAPES scrapes (6000) from 16 concurrent keep-alive
-#                 clients each, what ours is made of (/proc/PID/smaps), then 200 idle connections
-#                 (from 200 source addresses, then from one) and the slowest of 20 scrapes beside them
-# Environment: RUNS (3), SECONDS_PER_RUN (20), COST_MINUTES (30), PEERS_SECONDS (60).
+#                 clients each, against the 16 MiB target and node_exporter; what ours is made of
+#                 (bench/impact/footprint.py: smaps_rollup, each mapping's kind, thread stacks, malloc
+#                 arenas through gdb when installed), then 200 idle connections (from 200 source
+#                 addresses, then from one) and the slowest of 20 scrapes beside them
+#   drift         (not in the default set) the daemon for DRIFT_MINUTES (60), scraped every
+#                 DRIFT_SCRAPE_SECONDS (15) over a new connection as Prometheus does, its probes on
+#                 their schedule (DRIFT_PROBE_INTERVAL, e.g. "2min": cpu, memory and disk every that
+#                 long instead of 5min/15min, an accelerated schedule; net stays at 30s): resident
+#                 memory every DRIFT_SAMPLE_SECONDS (60, the minimum over the last 10 s, so that a
+#                 STREAM run's arrays are not taken for growth), the least-squares slope in KiB/hour
+#                 after DRIFT_WARMUP_MINUTES (5), and that slope over 24 h against the 1 MiB target
+# Environment: RUNS (3), SECONDS_PER_RUN (20), COST_MINUTES (30), PEERS_SECONDS (60), SCRAPES (6000),
+#              DRIFT_* (above).
 set -euo pipefail
-build=${1:?usage: run.sh BUILD_DIR [interference|cost|scrape|peers|attribution|footprint]...}
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ] || [ $# -eq 0 ]; then
+  sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  [ $# -eq 0 ] && exit 2 || exit 0
+fi
+build=$1
 shift
 sections=("$@")
 [ ${#sections[@]} -eq 0 ] && sections=(interference cost scrape peers attribution footprint)
@@ -236,15 +250,20 @@ PY
 
 footprint() {
   command -v prometheus-node-exporter >/dev/null || { echo "footprint: needs prometheus-node-exporter" >&2; return 1; }
-  start_daemon footprint ""
+  # NET_PORT: the net responder's port instead of the default 14159 (another daemon on this host has it)
+  start_daemon footprint "${NET_PORT:+[probes.net]
+ports = [$NET_PORT]}"
   sleep 35  # every probe has run once
-  local node_port=29101
+  local node_port=${NODE_PORT:-29101}
   prometheus-node-exporter --web.listen-address=127.0.0.1:$node_port >/dev/null 2>&1 & pids+=($!)
   local node_pid=$!
   sleep 1
-  python3 - "$daemon_pid" "$daemon_port" "$node_pid" "$node_port" "${SCRAPES:-6000}" <<'PY'
+  python3 - "$daemon_pid" "$daemon_port" "$node_pid" "$node_port" "${SCRAPES:-6000}" "$(dirname "$0")" \
+    "$work/footprint/log" <<'PY'
 import http.client, socket, statistics, sys, threading, time
-ours_pid, ours_port, node_pid, node_port, scrapes = (int(a) for a in sys.argv[1:])
+ours_pid, ours_port, node_pid, node_port, scrapes = (int(a) for a in sys.argv[1:6])
+sys.path.insert(0, sys.argv[6])
+import footprint
 
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
@@ -271,31 +290,24 @@ def steady_rss(pid, samples=20):
         values.append(rss_kib(pid)); time.sleep(0.5)
     return statistics.median(values), min(values), max(values)
 
+# Each read right after its own scrapes: ours before the next probe run
+# (the net probe's, every 30 s) could trim what the scrapes left.
+steady = {}
 for name, pid, port in (("hostperf", ours_pid, ours_port), ("node_exporter", node_pid, node_port)):
     took = hammer(port, scrapes)
+    steady[name] = steady_rss(pid)
+    if name == "hostperf":
+        breakdown = footprint.report(ours_pid, sys.argv[7])
     print(f"footprint: {name}: {scrapes} scrapes from 16 keep-alive clients in {took:.1f} s", flush=True)
-ours = steady_rss(ours_pid); node = steady_rss(node_pid)
+ours, node = steady["hostperf"], steady["node_exporter"]
 print(f"footprint: resident memory after the scrapes: hostperf {ours[0] / 1024:.1f} MiB (min {ours[1] / 1024:.1f}, "
-      f"max {ours[2] / 1024:.1f}), node_exporter {node[0] / 1024:.1f} MiB; ratio {ours[0] / node[0]:.2f} "
-      f"(target: hostperf <= 20 MiB)", flush=True)
-
-# What ours is made of: Rss per kind of mapping.
-kinds = {}
-with open(f"/proc/{ours_pid}/smaps") as f:
-    name = None
-    for line in f:
-        fields = line.split()
-        if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
-            path = fields[5] if len(fields) > 5 else ""
-            name = ("heap" if path == "[heap]" else "main stack" if path == "[stack]" else
-                    "file: " + path.rsplit("/", 1)[-1].split(".so")[0] if path.startswith("/") else
-                    "anonymous (thread stacks, malloc arenas)" if not path else path)
-        elif fields[0] == "Rss:":
-            kinds[name] = kinds.get(name, 0) + int(fields[1])
-top = sorted(kinds.items(), key=lambda kv: -kv[1])
-files = sum(v for k, v in kinds.items() if k.startswith("file: "))
-print("footprint: hostperf Rss by mapping: " + ", ".join(f"{k} {v / 1024:.1f} MiB" for k, v in top[:8])
-      + f"; all files {files / 1024:.1f} MiB", flush=True)
+      f"max {ours[2] / 1024:.1f}), node_exporter {node[0] / 1024:.1f} MiB; hostperf / 16 MiB target "
+      f"{ours[0] / 1024 / 16:.2f} ({'met' if ours[0] <= 16 * 1024 else 'NOT met'}), hostperf / node_exporter "
+      f"{ours[0] / node[0]:.2f}", flush=True)
+# What ours is made of: smaps by kind of mapping, thread stacks, malloc arenas.
+print("footprint: hostperf's resident memory by kind (bench/impact/footprint.py):", flush=True)
+footprint.print_report(breakdown)
+sys.stdout.flush()
 
 def scrape_ms(port):
     started = time.monotonic()
@@ -314,6 +326,79 @@ for label, sources in (("200 source addresses", [f"127.0.{1 + i // 250}.{2 + i %
           f"max {max(times):.1f} ms (target: max <= 100 ms); resident {rss_kib(ours_pid) / 1024:.1f} MiB", flush=True)
     for s in idle: s.close()
     time.sleep(1)
+PY
+  stop_daemon
+}
+
+# Resident memory over time on the daemon's schedule, scraped as Prometheus
+# does; the slope is what a day would add.
+drift() {
+  local interval=${DRIFT_PROBE_INTERVAL:-} body=""
+  if [ -n "$interval" ]; then
+    for probe in cpu memory disk; do body+="[probes.$probe]"$'\n'"interval = \"$interval\""$'\n'; done
+  fi
+  [ -n "${NET_PORT:-}" ] && body+="[probes.net]"$'\n'"ports = [$NET_PORT]"$'\n'
+  start_daemon drift "$body"
+  echo "drift: daemon pid $daemon_pid on port $daemon_port; ${DRIFT_MINUTES:-60} min, a scrape every" \
+    "${DRIFT_SCRAPE_SECONDS:-15} s, probes $([ -n "$interval" ] && echo "every $interval (accelerated; net every 30s)" || echo "on their defaults")"
+  python3 - "$daemon_pid" "$daemon_port" "${DRIFT_MINUTES:-60}" "${DRIFT_SCRAPE_SECONDS:-15}" \
+    "${DRIFT_SAMPLE_SECONDS:-60}" "${DRIFT_WARMUP_MINUTES:-5}" <<'PY'
+import re, sys, threading, time, urllib.request
+pid, port = int(sys.argv[1]), int(sys.argv[2])
+minutes, scrape_every, sample_every, warmup = (float(a) for a in sys.argv[3:])
+
+def status(field):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
+
+stop = threading.Event()
+scrapes = {"ok": 0, "failed": 0, "body": ""}
+def scraper():
+    while not stop.wait(scrape_every):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                scrapes["body"] = r.read().decode()
+            scrapes["ok"] += 1
+        except OSError:
+            scrapes["failed"] += 1
+threading.Thread(target=scraper, daemon=True).start()
+
+def runs():
+    return {m.group(1): int(float(m.group(2))) for m in
+            re.finditer(r'^hostperf_probe_runs_total\{probe="(\w+)"\} (\S+)$', scrapes["body"], re.M)}
+
+started = time.monotonic()
+samples = []
+while time.monotonic() - started < minutes * 60:
+    time.sleep(max(0.0, sample_every - 10))
+    window = []
+    for _ in range(10):
+        window.append(status("VmRSS")); time.sleep(1)
+    elapsed = time.monotonic() - started
+    samples.append((elapsed, min(window)))
+    print(f"drift: {elapsed / 60:6.1f} min  rss {min(window) / 1024:6.2f} MiB (window max {max(window) / 1024:6.1f})  "
+          f"scrapes {scrapes['ok']} ({scrapes['failed']} failed)  runs {runs()}", flush=True)
+stop.set()
+
+def slope(points):  # least squares, KiB per hour
+    n = len(points)
+    if n < 2:
+        return float("nan")
+    mx = sum(t for t, _ in points) / n; my = sum(v for _, v in points) / n
+    den = sum((t - mx) ** 2 for t, _ in points)
+    return sum((t - mx) * (v - my) for t, v in points) / den * 3600 if den else float("nan")
+
+steady = [(t, v) for t, v in samples if t >= warmup * 60] or samples
+rate = slope(steady)
+final = samples[-1][1]
+print(f"drift: over {minutes:g} min ({len(steady)} samples after {warmup:g} min of warm-up): slope {rate:+.1f} KiB/hour "
+      f"= {rate * 24 / 1024:+.2f} MiB per 24 h (target: within 1 MiB per day, ratio {abs(rate) * 24 / 1024:.2f}); "
+      f"rss first {steady[0][1] / 1024:.2f} MiB, final {final / 1024:.2f} MiB (target 16 MiB, ratio "
+      f"{final / 1024 / 16:.2f}), min {min(v for _, v in samples) / 1024:.2f}, max {max(v for _, v in samples) / 1024:.2f}; "
+      f"peak {status('VmHWM') / 1024:.1f} MiB (VmHWM: a STREAM run's arrays); {scrapes['ok']} scrapes "
+      f"({scrapes['failed']} failed), runs {runs()}", flush=True)
+if minutes < 24 * 60:
+    print(f"drift: not a 24 h figure: {minutes:g} min measured, the 24 h change is the slope extrapolated", flush=True)
 PY
   stop_daemon
 }
