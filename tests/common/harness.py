@@ -1,6 +1,8 @@
 """Helpers shared by the Python end-to-end tests (dashboards e2e, the Alertmanager
 example check, the fleet simulation): ports, HTTP and waiting with a deadline."""
+import signal
 import socket
+import subprocess
 import time
 import urllib.request
 
@@ -32,3 +34,15 @@ def wait_for(what, check, deadline, interval=1.0):
             last = e
         time.sleep(interval)
     raise Failure(f"timed out waiting for {what}" + (f" (last error: {last})" if last else ""))
+
+
+def stop_process(child, timeout=15):
+    """SIGTERM, then SIGKILL if `child` (a subprocess.Popen) has not exited within `timeout` seconds."""
+    if child.poll() is not None:
+        return
+    child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

@@ -40,7 +40,7 @@ import yaml
 import dashboard_lib as lib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
-from harness import Failure, free_port, http_get, wait_for  # noqa: E402
+from harness import Failure, free_port, http_get, stop_process, wait_for  # noqa: E402
 
 DEADLINE_SECONDS = 240
 FAULT_ALERT = "HostperfCpuSlowerThanBaseline"
@@ -62,13 +62,7 @@ class Processes:
 
     def stop(self):
         for name, child, handle in reversed(self.children):
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-                try:
-                    child.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
+            stop_process(child)
             handle.close()
 
 

@@ -19,7 +19,6 @@ import http.client
 import pathlib
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
-from harness import Failure, free_port, http_get, wait_for  # noqa: E402
+from harness import Failure, free_port, http_get, stop_process, wait_for  # noqa: E402
 
 SKIP = 77
 PROBES = ("cpu", "memory", "disk", "net")
@@ -131,13 +130,7 @@ ports = [{free_port()}]
         print(f"footprint_test: FAILED: {e}\n--- exporter log (tail) ---\n{log.read_text()[-4000:]}")
         return 1
     finally:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+        stop_process(child, timeout=20)
 
 
 if __name__ == "__main__":
