@@ -43,7 +43,7 @@ local p = import '../lib/promql.libsonnet';
           'critical', 'hostperf_exporter down on {{ $labels.instance }}',
           'Prometheus cannot scrape hostperf_exporter on {{ $labels.instance }} (job {{ $labels.job }}): down for %s, or down and up again repeatedly with more than %g %% of its scrapes failing over %s (a crash loop or a flapping path). No performance data comes from this host.' % [p.words(c.forExporterDown), (1 - c.exporterFlapUpRatio) * 100, p.words(c.flapWindow)],
           c.forExporterDown),
-        // Issue 21: scheduled runs skipped (the CPU budget spent, the host
+        // Scheduled runs skipped (the CPU budget spent, the host
         // busy, no room) for longer than the interval; the exporter then
         // reports the schedule suspended and success 0. Skips for an
         // operator's full run are expected and do not count.

@@ -207,7 +207,7 @@ local p = import '../lib/promql.libsonnet';
           c.forMedium),
       ],
     }, {
-      // Attribution inside a host (issue 22). A mismatch is seen from both
+      // Attribution inside a host. A mismatch is seen from both
       // ends (each observes the other, or only one does): the pair is named
       // once, from the end with the larger MTU, or from the only end that
       // sees it; a host most of whose observers see a mismatch is named alone

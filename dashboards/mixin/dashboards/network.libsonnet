@@ -82,7 +82,7 @@ function(config)
     g.timeseries('Throughput bytes sent', 'Bytes sent in scheduled throughput bursts (budget.net_bytes_per_hour).',
                  [g.target('sum by (instance) (rate(hostperf_net_throughput_bytes_total{%s}[$__rate_interval]))' % SEL,
                            '{{instance}}')], 'binBps', min=0),
-    // Issue 22: which interface serves each peer, and what moved on it (and
+    // Which interface serves each peer, and what moved on it (and
     // on its bond or team members) while this host's own bursts ran.
     g.row('Interfaces'),
     g.timeseries('Interface errors during probes', 'Per interface toward the peers (and per bond or team member): '

@@ -312,7 +312,7 @@ local p = import '../lib/promql.libsonnet';
         },
       ],
     }, {
-      // Attribution inside a host (issue 22): MTUs of both ends per link, and
+      // Attribution inside a host: MTUs of both ends per link, and
       // the interface counters that moved during the probe's own bursts.
       name: 'hostperf-net-interfaces-recording',
       rules: [
