@@ -60,17 +60,18 @@ unsigned long IdSequence(std::string_view id) {
 // kMaxStoredTextBytes on a UTF-8 boundary, saying how long it was.
 std::string StoredText(std::string_view text) {
   std::string out;
-  for (const char c : text) {
-    if (out.size() >= kMaxStoredTextBytes) break;
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
+  std::size_t consumed = 0;
+  for (; consumed < text.size(); ++consumed) {
+    const auto byte = static_cast<unsigned char>(text[consumed]);
+    const bool control = byte < 0x20 || byte == 0x7f;
+    if (out.size() + (control ? 4 : 1) > kMaxStoredTextBytes) break;  // whole escapes only
+    if (control) {
       out += fmt::format("\\x{:02x}", byte);
     } else {
-      out += c;
+      out += text[consumed];
     }
   }
-  if (out.size() < kMaxStoredTextBytes && out.size() == text.size()) return out;
-  if (out.size() > kMaxStoredTextBytes) out.resize(kMaxStoredTextBytes);
+  if (consumed == text.size()) return out;
   while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xc0) == 0x80) out.pop_back();  // continuation bytes
   if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xc0) out.pop_back();              // a cut lead byte
   return out + fmt::format("... ({} bytes)", text.size());

@@ -560,6 +560,13 @@ TEST_F(RunManagerTest, StoredTextAndResultsAreBounded) {
   EXPECT_EQ(stored.rfind("\\x1b]0;owned\\x07\\x1b[2J", 0), 0u) << stored.substr(0, 40);
   EXPECT_THAT(stored, ::testing::EndsWith("(" + std::to_string(message.size()) + " bytes)"));
 
+  // A short message with a control character is escaped whole, with no
+  // truncation note.
+  cpu_.SetOutcome(ProbeOutcome::Failure("remote_error", "line one\nline two", json::object()));
+  const std::string short_failed = Accepted(*manager, {{"probes", {"cpu"}}});
+  ASSERT_TRUE(WaitForState(*manager, short_failed, "failed"));
+  EXPECT_EQ((*manager->Get(short_failed))["outcomes"]["cpu"]["message"], "line one\\x0aline two");
+
   cpu_.SetOutcome(ProbeOutcome::Success({{"rows", std::string(kMaxStoredResultBytes, 'r')}}));
   const std::string large = Accepted(*manager, {{"probes", {"cpu"}}});
   ASSERT_TRUE(WaitForState(*manager, large, "succeeded"));
