@@ -18,6 +18,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "../../common/go_float.h"
@@ -335,6 +336,32 @@ TEST(MetricsHandlerTest, ReflectsChangesBetweenScrapes) {
   EXPECT_THAT(handler(Get()).body, HasSubstr("test_value 1\n"));
   gauge.Set(2);
   EXPECT_THAT(handler(Get()).body, HasSubstr("test_value 2\n"));
+}
+
+// Scrapes at once share serializations, but each sees what was set before
+// it asked: a serialization that started earlier is never handed to it.
+TEST(MetricsHandlerTest, ConcurrentScrapesEachSeeWhatWasSetBeforeTheyAsked) {
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto& counter = prometheus::BuildCounter().Name("test_sets_total").Help("Sets.").Register(*registry).Add({});
+  const HttpHandler handler = MetricsHandler({registry});
+  constexpr int kThreads = 8;
+  constexpr int kScrapes = 200;
+  std::vector<int> stale(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kScrapes; ++i) {
+        counter.Increment();
+        const double before = counter.Value();
+        const std::string body = handler(Get()).body;
+        const auto at = body.find("\ntest_sets_total ");
+        if (at == std::string::npos || std::stod(body.substr(at + 17)) < before) ++stale[t];
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(stale[t], 0) << "thread " << t;
+  EXPECT_THAT(handler(Get()).body, HasSubstr("test_sets_total " + std::to_string(kThreads * kScrapes) + "\n"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -110,6 +111,10 @@ struct HttpServerOptions {
   int max_connections_per_source = 32;
   // Called (from a worker thread) for every connection shut down by that limit.
   std::function<void()> on_connection_evicted;
+  // Called on the worker that finished the last request in flight, after its
+  // response was sent: a scrape, or a burst of them, is over and their
+  // buffers are freed.
+  std::function<void()> on_idle;
   // --web.config.file: TLS on the listening port and basic auth in front of
   // every route. Null: plain HTTP, no auth.
   std::shared_ptr<RequestGuard> guard;
@@ -146,6 +151,7 @@ class HttpServer {
   HttpServerOptions options_;
   std::map<std::string, HttpHandler> routes_;
   std::unique_ptr<ConnectionTable> connections_;
+  std::atomic<int> in_flight_{0};  // requests inside Serve()
   mg_context* context_ = nullptr;
 };
 
