@@ -12,10 +12,13 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -618,6 +621,77 @@ TEST(HttpServerKeepAliveTest, AnIdleKeptConnectionIsEvictedByTheSourceLimit) {
   EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);  // a third: over the limit
   EXPECT_TRUE(ServerClosed(kept));
   EXPECT_GE(evicted.load(), 1);
+}
+
+// on_idle runs once the last request in flight has been answered: not when
+// one of two overlapping requests finishes, and once more for every later
+// drain. The test waits for events, never for time.
+TEST(HttpServerIdleHookTest, CalledAfterTheLastRequestInFlightIsAnswered) {
+  std::mutex mu;
+  std::condition_variable changed;
+  int entered = 0;
+  std::set<std::string> released;
+  int idle_calls = 0;
+  const auto wait_until = [&](const auto& condition) {
+    std::unique_lock lock(mu);
+    return changed.wait_for(lock, std::chrono::seconds(20), condition);
+  };
+  std::map<std::string, HttpHandler> routes = TestRoutes();
+  routes["/hold"] = [&](const HttpRequest& request) {
+    std::unique_lock lock(mu);
+    ++entered;
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(20), [&] { return released.count(request.query) > 0; });
+    return HttpResponse::Text(200, "held " + request.query);
+  };
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.on_idle = [&] {
+    std::lock_guard lock(mu);
+    ++idle_calls;
+    changed.notify_all();
+  };
+  auto server = HttpServer::Start(options, std::move(routes));
+  ASSERT_TRUE(server.ok()) << server.error();
+  const int port = (*server)->Ports().front();
+  const auto release = [&](const std::string& query) {
+    std::lock_guard lock(mu);
+    released.insert(query);
+    changed.notify_all();
+  };
+
+  RawResponse first;
+  RawResponse second;
+  std::thread first_client([&] { first = Exchange(port, GetRequest("/hold?first")); });
+  std::thread second_client([&] { second = Exchange(port, GetRequest("/hold?second")); });
+  const bool both_in = wait_until([&] { return entered == 2; });
+  if (!both_in) {
+    release("first");
+    release("second");
+    first_client.join();
+    second_client.join();
+    FAIL() << "the two requests were not inside the handler together";
+  }
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(idle_calls, 0) << "called while requests were in flight";
+  }
+  release("first");
+  first_client.join();
+  EXPECT_THAT(first.body, HasSubstr("held first"));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(idle_calls, 0) << "called while the second request was still in flight";
+  }
+  release("second");
+  second_client.join();
+  EXPECT_THAT(second.body, HasSubstr("held second"));
+  EXPECT_TRUE(wait_until([&] { return idle_calls >= 1; })) << "not called after both were answered";
+  // Another request, another drain.
+  EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);
+  EXPECT_TRUE(wait_until([&] { return idle_calls >= 2; })) << "not called after a later request";
+  std::lock_guard lock(mu);
+  EXPECT_EQ(idle_calls, 2);
 }
 
 // CivetWeb closed these without a reply, or took the first Content-Length.
