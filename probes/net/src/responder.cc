@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -27,6 +29,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunk = 256 * 1024;
+// A UDP payload is at most 65507 (IPv4) or 65527 (IPv6) bytes.
+constexpr std::size_t kMaxDatagram = 64 * 1024;
 constexpr std::size_t kMaxBufferedControl = 4 * kMaxMessage;
 constexpr std::size_t kMaxTrackedSources = 4096;
 // A session whose client vanished is ended this long after its planned end.
@@ -323,7 +327,12 @@ class ResponderImpl final : public Responder {
 
   void Loop() {
     std::vector<pollfd> fds;
-    std::vector<std::uint8_t> buffer(kReadChunk);
+    // TCP reads: held only while there are connections, so that a
+    // throughput session's 256 KiB are not kept resident between sessions
+    // (the daemon's responder idles most of the time). Datagrams have a
+    // buffer of their own, as large as one can be, that stays.
+    std::unique_ptr<std::uint8_t[]> stream_buffer;
+    const auto datagram_buffer = std::make_unique_for_overwrite<std::uint8_t[]>(kMaxDatagram);
     while (!stop_.load()) {
       fds.clear();
       fds.push_back({wake_.get(), POLLIN, 0});
@@ -345,24 +354,27 @@ class ResponderImpl final : public Responder {
       // receiving its predecessor's events.
       const std::size_t first_connection = 1 + listeners_.size();
       for (std::size_t i = first_connection; i < fds.size(); ++i) {
-        if (fds[i].revents != 0) ServeConnection(fds[i].fd, fds[i].revents, buffer, now);
+        if (fds[i].revents == 0) continue;
+        if (stream_buffer == nullptr) stream_buffer = std::make_unique_for_overwrite<std::uint8_t[]>(kReadChunk);
+        ServeConnection(fds[i].fd, fds[i].revents, {stream_buffer.get(), kReadChunk}, now);
       }
       for (std::size_t i = 1; i < first_connection; ++i) {
         if (fds[i].revents == 0) continue;
         const Listener& listener = listeners_[i - 1];
         if (listener.udp) {
-          ServeUdp(listener.fd.get(), buffer);
+          ServeUdp(listener.fd.get(), {datagram_buffer.get(), kMaxDatagram});
         } else {
           AcceptAll(listener.fd.get(), now);
         }
       }
       Expire(now);
+      if (connections_.empty()) stream_buffer.reset();
     }
   }
 
   // --- UDP -----------------------------------------------------------------
 
-  void ServeUdp(int fd, std::vector<std::uint8_t>& buffer) {
+  void ServeUdp(int fd, std::span<std::uint8_t> buffer) {
     for (int budget = 0; budget < 4096; ++budget) {
       SocketAddress from;
       from.length = sizeof(from.storage);
@@ -499,7 +511,7 @@ class ResponderImpl final : public Responder {
     return true;
   }
 
-  void ServeConnection(int fd, short revents, std::vector<std::uint8_t>& buffer, Clock::time_point now) {
+  void ServeConnection(int fd, short revents, std::span<std::uint8_t> buffer, Clock::time_point now) {
     auto it = connections_.find(fd);
     if (it == connections_.end()) return;
     Connection& conn = it->second;
