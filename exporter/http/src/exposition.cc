@@ -268,6 +268,7 @@ class MetricsSerializer {
       stop_ = true;
     }
     wake_.notify_all();
+    done_.notify_all();  // a scrape still waiting gets null
     if (thread_.joinable()) thread_.join();
   }
   MetricsSerializer(const MetricsSerializer&) = delete;
