@@ -116,5 +116,4 @@ json ToJson(const RunData& run, const CpuProbeConfig& config, const std::string&
   };
 }
 
-
 }  // namespace hostperf::probes::cpu
