@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -20,8 +21,13 @@ namespace hostperf::probes::net {
 
 using Clock = std::chrono::steady_clock;
 
+// One generator for every thread, not one per thread: a thread_local one
+// (5000 bytes) is part of the static TLS block that glibc zeroes at the top
+// of every thread's stack, resident in each of the HTTP workers too.
 std::uint32_t RandomSessionId() {
-  static thread_local std::mt19937 rng(std::random_device{}());
+  static std::mutex mu;
+  static std::mt19937 rng(std::random_device{}());
+  std::lock_guard lock(mu);
   return rng();
 }
 
