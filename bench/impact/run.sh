@@ -26,7 +26,9 @@
 #                 long instead of 5min/15min, an accelerated schedule; net stays at 30s): resident
 #                 memory every DRIFT_SAMPLE_SECONDS (60, the minimum over the last 10 s, so that a
 #                 STREAM run's arrays are not taken for growth), the least-squares slope in KiB/hour
-#                 after DRIFT_WARMUP_MINUTES (5), and that slope over 24 h against the 1 MiB target
+#                 after DRIFT_WARMUP_MINUTES (20: one new connection every 15 s reaches all 64 HTTP
+#                 workers, each keeping ~13 KiB of stack once it served one, only after 16 min), and
+#                 that slope over 24 h against the 1 MiB target
 # Environment: RUNS (3), SECONDS_PER_RUN (20), COST_MINUTES (30), PEERS_SECONDS (60), SCRAPES (6000),
 #              DRIFT_* (above).
 set -euo pipefail
@@ -342,7 +344,7 @@ drift() {
   echo "drift: daemon pid $daemon_pid on port $daemon_port; ${DRIFT_MINUTES:-60} min, a scrape every" \
     "${DRIFT_SCRAPE_SECONDS:-15} s, probes $([ -n "$interval" ] && echo "every $interval (accelerated; net every 30s)" || echo "on their defaults")"
   python3 - "$daemon_pid" "$daemon_port" "${DRIFT_MINUTES:-60}" "${DRIFT_SCRAPE_SECONDS:-15}" \
-    "${DRIFT_SAMPLE_SECONDS:-60}" "${DRIFT_WARMUP_MINUTES:-5}" <<'PY'
+    "${DRIFT_SAMPLE_SECONDS:-60}" "${DRIFT_WARMUP_MINUTES:-20}" <<'PY'
 import re, sys, threading, time, urllib.request
 pid, port = int(sys.argv[1]), int(sys.argv[2])
 minutes, scrape_every, sample_every, warmup = (float(a) for a in sys.argv[3:])
