@@ -1,32 +1,16 @@
 #include "hostperf/probes/net/net_probe.h"
 
-#include <arpa/inet.h>
-#include <fmt/ranges.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <condition_variable>
-#include <deque>
-#include <exception>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
 #include <span>
-#include <thread>
 #include <utility>
 
-#include "hostperf/base/files.h"
+#include "burst_attribution.h"
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/interfaces.h"
 #include "hostperf/probes/net/module.h"
@@ -34,8 +18,11 @@
 #include "hostperf/probes/net/plan.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
-#include "hostperf/probes/net/results.h"
 #include "hostperf/probes/stats.h"
+#include "net_metrics.h"
+#include "peer_set.h"
+#include "result_rows.h"
+#include "secret_file.h"
 
 namespace hostperf::probes::net {
 
@@ -44,7 +31,6 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr double kMiB = 1024.0 * 1024.0;
 const std::vector<double> kLadder = {32, 64, 128, 256, 512, 640, 768, 1024, 2048};
 // The latency test paces its pings over --duration, one every 2 ms (500 in
 // vnetperf's default second), between 20 and 6000 pings (so further apart
@@ -54,13 +40,6 @@ constexpr std::uint32_t kFullMinPings = 20;
 constexpr std::uint32_t kFullMaxPings = 6000;
 constexpr auto kHelloTimeout = std::chrono::seconds(2);
 
-const prometheus::Histogram::BucketBoundaries& RttBuckets() {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {10e-6,  25e-6,  50e-6,  100e-6, 200e-6, 300e-6,
-                                                                   500e-6, 750e-6, 1e-3,   2e-3,   5e-3,   10e-3,
-                                                                   25e-3,  50e-3,  100e-3, 250e-3, 500e-3, 1.0};
-  return kBuckets;
-}
-
 double Percentile(std::vector<double> values, double q) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -68,142 +47,8 @@ double Percentile(std::vector<double> values, double q) {
   return values[std::min(index, values.size() - 1)];
 }
 
-// vnetperf's date column, now.
-std::string VnetperfDate() { return VnetperfTimestamp(std::chrono::system_clock::now()); }
-
-template <typename Builder>
-auto& Family(Builder builder, const char* name, const char* help, prometheus::Registry& registry) {
-  return builder.Name(name).Help(help).Register(registry);
-}
-
-std::string SelfName(const NetProbeConfig& config, std::uint16_t port) {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  return std::string(host) + ":" + std::to_string(config.ports.empty() ? port : config.ports.front());
-}
-
-// This host's interface addresses, as SocketAddress::Host() writes them.
-std::vector<std::string> InterfaceAddresses() {
-  std::vector<std::string> addresses;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return addresses;
-  for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
-    if (ifa->ifa_addr == nullptr) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    if (ifa->ifa_addr->sa_family == AF_INET) {
-      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr)->sin_addr, text, sizeof(text));
-    } else if (ifa->ifa_addr->sa_family == AF_INET6) {
-      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr)->sin6_addr, text, sizeof(text));
-    } else {
-      continue;
-    }
-    addresses.emplace_back(text);
-  }
-  ::freeifaddrs(list);
-  return addresses;
-}
-
-// A member's address as the daemon finds itself among the members: numeric,
-// no port; nullopt when the name does not resolve.
-std::optional<std::string> ResolveMember(const PeerSpec& spec) {
-  auto address = ResolveHost(spec.host, spec.port);
-  return address ? std::optional<std::string>(address->Host()) : std::nullopt;
-}
-
-// This host's addresses as FindSelf compares them: the interfaces', plus a
-// responder bound to one address (127.0.0.2, a service address), which is
-// this host at that address too although no interface lists it.
-std::vector<std::string> SelfAddresses(const std::function<std::vector<std::string>()>& interfaces,
-                                       const std::string& bind_address) {
-  std::vector<std::string> local = interfaces();
-  if (auto bound = ParseNumericAddress(bind_address, 0)) local.push_back(bound->Host());
-  return local;
-}
-
-// A TCP burst below this share of what it should reach (its rate cap, or the
-// link's speed when slower) is a shortfall whose counters the run names.
-constexpr double kShortfallRatio = 0.8;
 // A peer's MTU (hello reply) is asked again after this long.
 constexpr auto kRemoteMtuRefresh = std::chrono::minutes(10);
-
-std::vector<std::string> DeviceNames(std::span<const WatchedDevice> devices) {
-  std::vector<std::string> names;
-  for (const WatchedDevice& device : devices) names.push_back(device.name);
-  return names;
-}
-
-// The routed interface toward `address` and the devices below it; empty when
-// the route is unknown.
-std::vector<WatchedDevice> DevicesToward(InterfaceCache& cache, const SocketAddress& address) {
-  const auto& route = cache.RouteTo(address.Host());
-  return route ? cache.Devices(*route) : std::vector<WatchedDevice>{};
-}
-
-// The counters of some devices around one burst (or ping series).
-class Burst {
- public:
-  Burst(const SystemRoots& roots, std::vector<WatchedDevice> devices)
-      : roots_(roots), devices_(std::move(devices)), before_(ReadCounters(roots_, DeviceNames(devices_))) {}
-  // What moved since the start; host-wide TCP retransmits only for a TCP burst
-  // (anything else would count the host's own traffic against a UDP test).
-  CounterDeltas End(bool tcp) const {
-    CounterDeltas deltas = Diff(before_, ReadCounters(roots_, DeviceNames(devices_)));
-    if (!tcp) deltas.tcp_retransmits.reset();
-    return deltas;
-  }
-  const std::vector<WatchedDevice>& devices() const { return devices_; }
-
- private:
-  const SystemRoots& roots_;
-  std::vector<WatchedDevice> devices_;
-  CounterSnapshot before_;
-};
-
-// What a burst should reach: its cap, or the routed interface's speed when lower.
-double ExpectedBytesPerSecond(double cap, InterfaceCache& cache, std::span<const WatchedDevice> devices) {
-  if (devices.empty()) return cap;
-  const auto speed = cache.Info(devices.front().name).speed_mbps;
-  return speed ? std::min(cap, static_cast<double>(*speed) * 1e6 / 8) : cap;
-}
-
-// What fell short in a burst ("TCP throughput 2.4 MB/s (expected 32 MB/s)",
-// "UDP loss 3.2%"), or nullopt.
-std::optional<std::string> Shortfall(const ThroughputResult& r, ThroughputTest test, double expected) {
-  if (r.outcome != SessionOutcome::kOk) return std::nullopt;
-  if (test == ThroughputTest::kUdp) {
-    if (r.packets_lost == 0 && r.LossRatio() <= 0) return std::nullopt;
-    return fmt::format("UDP loss {:.1f}%", r.LossRatio() * 100);
-  }
-  if (expected <= 0 || r.ReceivedBytesPerSecond() >= kShortfallRatio * expected) return std::nullopt;
-  return fmt::format("TCP throughput {:.1f} MB/s (expected {:.1f} MB/s)", r.ReceivedBytesPerSecond() / kMiB,
-                     expected / kMiB);
-}
-
-// The interface facts of one peer in a result.
-json PeerInterfaceJson(const std::string& peer, InterfaceCache& cache, const SocketAddress& address,
-                       std::optional<std::uint32_t> remote_mtu) {
-  json entry = {{"node", peer}};
-  const auto& route = cache.RouteTo(address.Host());
-  if (!route) {
-    entry["interface"] = nullptr;
-    entry["error"] = route.error();
-    return entry;
-  }
-  const InterfaceInfo& info = cache.Info(*route);
-  entry["interface"] = *route;
-  json lower = json::array();
-  for (const WatchedDevice& device : cache.Devices(*route)) {
-    if (!device.upper.empty()) lower.push_back({{"interface", device.name}, {"upper", device.upper}});
-  }
-  entry["lower"] = lower;
-  entry["speed_mbps"] = info.speed_mbps ? json(*info.speed_mbps) : json(nullptr);
-  entry["duplex"] = info.duplex;
-  entry["operstate"] = info.operstate;
-  entry["mtu_local"] = info.mtu ? json(*info.mtu) : json(nullptr);
-  entry["mtu_remote"] = remote_mtu ? json(*remote_mtu) : json(nullptr);
-  entry["mtu_mismatch"] = info.mtu && remote_mtu && *info.mtu != *remote_mtu;
-  return entry;
-}
 
 // One row of a full run as soon as it is known (the CLI prints it), tagged
 // with its table.
@@ -212,55 +57,6 @@ void Report(const RunContext& ctx, std::string_view kind, const json& row) {
   json entry = row;
   entry["kind"] = kind;
   ctx.on_report(entry);
-}
-
-// Reasons of hostperf_net_throughput_skipped_total (all exposed from start-up).
-constexpr const char* kSkipReasons[] = {"busy", "budget", "no_peer", "error"};
-
-// A peer after name resolution (re-done every run).
-struct ResolvedPeer {
-  PeerSpec spec;
-  Result<SocketAddress> address;
-};
-
-std::vector<ResolvedPeer> Resolve(const std::vector<PeerSpec>& specs) {
-  std::vector<ResolvedPeer> peers;
-  for (const PeerSpec& spec : specs) peers.push_back({spec, ResolveHost(spec.host, spec.port)});
-  return peers;
-}
-
-// Peers by name, with their addresses.
-using Hosts = std::vector<std::pair<std::string, SocketAddress>>;
-
-// A secret from a file: its bytes, trailing whitespace removed; at least 16 bytes.
-Result<Secret> ReadSecretFile(const std::string& path) {
-  // A regular file, owner-only (like an OpenSSH private key), small.
-  const auto text = ReadBoundedFile(path, "probes.net.secret_file", kMaxSecretFileBytes, FileAccess::kOwnerOnly);
-  if (!text) return Failure{"no_secret", text.error()};
-  Secret secret(text->begin(), text->end());
-  while (!secret.empty() && std::isspace(secret.back())) secret.pop_back();
-  if (secret.size() < 16) return Failure{"no_secret", "secret file " + path + " holds fewer than 16 bytes"};
-  return secret;
-}
-
-json ThroughputRow(const std::string& date, const std::string& test, double rate, const std::string& node,
-                   const ThroughputResult& r) {
-  json row = {{"date", date},
-              {"test", test},
-              {"rate_limit_mb_per_second", rate},
-              {"node", node},
-              {"mb_per_second_sent", r.SentBytesPerSecond() / kMiB},
-              {"mb_per_second_received", r.ReceivedBytesPerSecond() / kMiB},
-              {"bytes_sent", r.bytes_sent},
-              {"bytes_received", r.bytes_received},
-              {"duration_seconds", r.sent_seconds},
-              {"outcome", ToString(r.outcome)}};
-  if (test == "udp-throughput") {
-    row["loss_ratio"] = r.LossRatio();
-    row["jitter_seconds"] = r.jitter_seconds;
-  }
-  if (!r.error.empty()) row["error"] = r.error;
-  return row;
 }
 
 // One host's row of a throughput test among all hosts: vnetperf's columns
@@ -368,119 +164,18 @@ struct ResponderSettings {
   bool operator==(const ResponderSettings&) const = default;
 };
 
-// The observed set and what it was computed from: recomputed only when one
-// of the inputs changes (the hashing is O(N k log N) for N members).
-struct Assignment {
-  std::vector<PeerSpec> members;
-  std::string configured_self;
-  std::uint32_t k = 0;
-  std::vector<std::uint16_t> ports;
-  std::string bind_address;
-
-  std::string self;  // the member that is this host, or hostname:port outside the list
-  bool self_is_member = false;
-  std::vector<PeerSpec> observed;  // highest score first
-};
-
 class NetProbe final : public Probe, private ResponderObserver {
  public:
   NetProbe(const ProbeDeps& deps, NetProbeSeams seams)
-      : local_addresses_(seams.local_addresses ? std::move(seams.local_addresses) : InterfaceAddresses),
-        resolve_(seams.resolve ? std::move(seams.resolve) : ResolveMember),
+      : assignment_(seams.local_addresses ? std::move(seams.local_addresses) : InterfaceAddresses,
+                    seams.resolve ? std::move(seams.resolve) : ResolveMember),
         route_(seams.route_interface ? std::move(seams.route_interface) : NetlinkRouteInterface),
         roots_(deps.roots),
         clock_(seams.clock != nullptr ? seams.clock : &real_clock_),
         registry_handle_(RegistryFor(deps)),
-        registry_(*registry_handle_),
-        rtt_(Family(prometheus::BuildHistogram(), "hostperf_net_rtt_seconds",
-                    "UDP ping-pong round-trip time to a peer (responder time removed).", registry_)),
-        sent_(Family(prometheus::BuildCounter(), "hostperf_net_packets_sent_total", "UDP pings sent to a peer.",
-                     registry_)),
-        lost_(Family(prometheus::BuildCounter(), "hostperf_net_packets_lost_total",
-                     "UDP pings to a peer that got no reply in time.", registry_)),
-        offset_(Family(prometheus::BuildGauge(), "hostperf_net_clock_offset_seconds",
-                       "Peer clock minus local clock (NTP formula, minimum-delay sample).", registry_)),
-        up_(Family(prometheus::BuildGauge(), "hostperf_net_peer_up",
-                   "1 if the peer answered pings in the last run, else 0.", registry_)),
-        tcp_(Family(prometheus::BuildGauge(), "hostperf_net_tcp_throughput_bytes_per_second",
-                    "TCP throughput to a peer in the last burst (bytes the peer received per second).", registry_)),
-        udp_(Family(prometheus::BuildGauge(), "hostperf_net_udp_throughput_bytes_per_second",
-                    "UDP throughput to a peer in the last burst (bytes the peer received per second).", registry_)),
-        udp_loss_(Family(prometheus::BuildGauge(), "hostperf_net_udp_loss_ratio",
-                         "Datagrams lost in the last UDP burst to a peer, 0-1.", registry_)),
-        udp_jitter_(Family(prometheus::BuildGauge(), "hostperf_net_udp_jitter_seconds",
-                           "RFC 3550 interarrival jitter of the last UDP burst to a peer.", registry_)),
-        throughput_rate_limit_(
-            Family(prometheus::BuildGauge(), "hostperf_net_throughput_rate_limit_bytes_per_second",
-                   "Cap on the scheduled throughput bursts (probes.net.throughput_rate); a burst cannot read higher.",
-                   registry_)
-                .Add({})),
-        throughput_bytes_(Family(prometheus::BuildCounter(), "hostperf_net_throughput_bytes_total",
-                                 "Bytes sent in scheduled throughput bursts (counts against the budget).", registry_)),
-        throughput_skipped_(Family(prometheus::BuildCounter(), "hostperf_net_throughput_skipped_total",
-                                   "Scheduled throughput bursts not run, by reason (busy, budget, no_peer, error).",
-                                   registry_)),
-        peers_(Family(prometheus::BuildGauge(), "hostperf_net_peers",
-                      "Peers known (configured and from the peers file) and probed in the last run.", registry_)),
-        last_probe_(Family(prometheus::BuildGauge(), "hostperf_net_peer_last_probe_timestamp_seconds",
-                           "Unix time of the last scheduled ping run that included the peer.", registry_)),
-        peers_file_errors_(Family(prometheus::BuildCounter(), "hostperf_net_peers_file_errors_total",
-                                  "Versions of probes.net.peers_file that could not be read or parsed, or that "
-                                  "emptied a non-empty list without probes.net.allow_empty_peers_file (the last good "
-                                  "list stays in use).",
-                                  registry_)
-                               .Add({})),
-        peers_file_valid_(Family(prometheus::BuildGauge(), "hostperf_net_peers_file_valid",
-                                 "1 when probes.net.peers_file's current version is the list in use, 0 when it was "
-                                 "refused (unreadable, unparsable, or an empty list not allowed) and the last good "
-                                 "list, if any, is in use. Absent without a peers_file.",
-                                 registry_)),
-        self_info_(Family(prometheus::BuildGauge(), "hostperf_net_self_info",
-                          "1, with peer = the entry of peers/peers_file this host found itself as (spelled as the "
-                          "peer label of the per-peer series). Absent when it is not in the list. The mixin joins it "
-                          "to the scrape target so that every alert names one host, whatever the peers file and the "
-                          "scrape config call it.",
-                          registry_)),
-        requests_(Family(prometheus::BuildCounter(), "hostperf_net_responder_requests_total",
-                         "Authenticated requests the peer responder answered, by message type.", registry_)),
-        dropped_(Family(prometheus::BuildCounter(), "hostperf_net_responder_dropped_total",
-                        "Packets and connections the peer responder dropped, by reason.", registry_)),
-        responder_up_(Family(prometheus::BuildGauge(), "hostperf_net_responder_up",
-                             "1 while the peer responder serves, else 0.", registry_)
-                          .Add({})),
-        interface_errors_(Family(prometheus::BuildCounter(), "hostperf_net_interface_errors_during_probe_total",
-                                 "Growth of an interface's error counter (statistics/<counter>) while the scheduled "
-                                 "pings and bursts to the peers it routes to ran.",
-                                 registry_)),
-        tcp_retransmits_(Family(prometheus::BuildCounter(), "hostperf_net_tcp_retransmits_during_probe_total",
-                                "Growth of the host's TCP RetransSegs (/proc/net/snmp) during scheduled TCP bursts.",
-                                registry_)
-                             .Add({})),
-        interface_info_(Family(prometheus::BuildGauge(), "hostperf_net_interface_info",
-                               "1 per interface that routes to a probed peer (and per device below it), one series "
-                               "per lower device (bond or team member; \"\" when none).",
-                               registry_)),
-        interface_speed_(Family(prometheus::BuildGauge(), "hostperf_net_interface_speed_bytes_per_second",
-                                "Link speed of an interface that routes to a probed peer (absent when unknown).",
-                                registry_)),
-        interface_mtu_(Family(prometheus::BuildGauge(), "hostperf_net_interface_mtu_bytes",
-                              "MTU of an interface that routes to a probed peer.", registry_)),
-        peer_interface_(Family(prometheus::BuildGauge(), "hostperf_net_peer_interface_info",
-                               "1: the interface the route to the peer uses.", registry_)),
-        peer_mtu_mismatch_(Family(prometheus::BuildGauge(), "hostperf_net_peer_mtu_mismatch",
-                                  "1 when the MTU toward the peer differs between the two ends (both known), else 0.",
-                                  registry_)),
-        peer_mtu_(Family(prometheus::BuildGauge(), "hostperf_net_peer_mtu_bytes",
-                         "MTU of the interface toward the peer, here (side=\"local\") and as the peer's hello reply "
-                         "says (side=\"remote\").",
-                         registry_)) {
-    for (const char* reason :
-         {"bad_hmac", "bad_version", "malformed", "rate_limited", "source_blocked", "busy", "connection_limit"}) {
-      dropped_.Add({{"reason", reason}});
-    }
-    // At 0 from start-up, so that increase() sees the first skip of each reason.
-    for (const char* reason : kSkipReasons) throughput_skipped_.Add({{"reason", reason}});
-  }
+        mesh_metrics_(*registry_handle_),
+        responder_metrics_(*registry_handle_),
+        interface_metrics_(*registry_handle_) {}
 
   std::string_view Name() const override { return "net"; }
 
@@ -541,7 +236,7 @@ class NetProbe final : public Probe, private ResponderObserver {
       old = std::move(responder_);
       responder_ports_.clear();
     }
-    responder_up_.Set(0);
+    responder_metrics_.up.Set(0);
     const Secret secret = options.secret;
     auto started = StartResponder(options);
     if (!started && options.bind_address == "::") {
@@ -564,11 +259,15 @@ class NetProbe final : public Probe, private ResponderObserver {
     responder_secret_ = secret;
     responder_ports_ = responder->Ports();
     responder_ = std::move(responder);
-    responder_up_.Set(1);
+    responder_metrics_.up.Set(1);
   }
 
-  void OnRequest(std::string_view type) override { requests_.Add({{"type", std::string(type)}}).Increment(); }
-  void OnDrop(std::string_view reason) override { dropped_.Add({{"reason", std::string(reason)}}).Increment(); }
+  void OnRequest(std::string_view type) override {
+    responder_metrics_.requests.Add({{"type", std::string(type)}}).Increment();
+  }
+  void OnDrop(std::string_view reason) override {
+    responder_metrics_.dropped.Add({{"reason", std::string(reason)}}).Increment();
+  }
 
   // Why the responder is not running (state, not a validation result).
   void SetResponderError(std::string error) {
@@ -603,29 +302,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   // Configured peers plus the peers file; with neither, this host's own responder.
   std::vector<PeerSpec> ConfiguredPeers(const NetProbeConfig& net, std::vector<std::string>* errors,
                                         bool* own_responder = nullptr) {
-    const std::uint16_t port = DefaultPort(net);
-    std::vector<std::string> entries = net.peers;
-    if (!net.peers_file.empty()) {
-      if (auto refreshed = peers_file_.Refresh(net.peers_file, net.allow_empty_peers_file); !refreshed) {
-        errors->push_back(refreshed.error());
-      }
-      const auto& targets = peers_file_.targets();
-      entries.insert(entries.end(), targets.begin(), targets.end());
-    }
-    if (entries.empty() && net.peers_file.empty()) {
-      if (own_responder != nullptr) *own_responder = true;
-      return {PeerSpec{"localhost", "localhost", port}};
-    }
-    std::vector<PeerSpec> specs;
-    std::set<std::string> seen;
-    for (const std::string& entry : entries) {
-      if (auto spec = ParsePeerSpec(entry, port)) {
-        if (seen.insert(spec->name).second) specs.push_back(std::move(*spec));
-      } else {
-        errors->push_back(spec.error());
-      }
-    }
-    return specs;
+    return peer_list_.Read(net, DefaultPort(net), errors, own_responder);
   }
 
   // --- scheduled -------------------------------------------------------------
@@ -651,9 +328,10 @@ class NetProbe final : public Probe, private ResponderObserver {
       for (const auto& e : errors) spdlog::warn("net: {}", e);
       last_errors_ = errors;
     }
-    peers_file_errors_.Increment(static_cast<double>(peers_file_.failures() - peers_file_failures_seen_));
-    peers_file_failures_seen_ = peers_file_.failures();
-    PublishPeersFileValid(net.peers_file.empty() ? std::nullopt : std::optional<bool>(peers_file_.valid()));
+    mesh_metrics_.peers_file_errors.Increment(
+        static_cast<double>(peer_list_.file().failures() - peers_file_failures_seen_));
+    peers_file_failures_seen_ = peer_list_.file().failures();
+    PublishPeersFileValid(net.peers_file.empty() ? std::nullopt : std::optional<bool>(peer_list_.file().valid()));
 
     std::vector<PeerSpec> chosen = all;  // the own responder, when nothing is configured
     std::size_t observers = 0;
@@ -674,10 +352,10 @@ class NetProbe final : public Probe, private ResponderObserver {
     } else {
       PublishSelf(std::nullopt);
     }
-    peers_.Add({{"set", "known"}}).Set(static_cast<double>(all.size()));
-    peers_.Add({{"set", "probed"}}).Set(static_cast<double>(chosen.size()));
-    peers_.Add({{"set", "observers"}}).Set(static_cast<double>(observers));
-    peers_.Add({{"set", "over_cap"}}).Set(static_cast<double>(over_cap));
+    mesh_metrics_.peers.Add({{"set", "known"}}).Set(static_cast<double>(all.size()));
+    mesh_metrics_.peers.Add({{"set", "probed"}}).Set(static_cast<double>(chosen.size()));
+    mesh_metrics_.peers.Add({{"set", "observers"}}).Set(static_cast<double>(observers));
+    mesh_metrics_.peers.Add({{"set", "over_cap"}}).Set(static_cast<double>(over_cap));
     ExpireSeries(chosen);
     if (chosen.empty()) return ProbeOutcome::Skipped("no_peers", "no peers to probe (no usable peers configured)");
 
@@ -713,13 +391,13 @@ class NetProbe final : public Probe, private ResponderObserver {
     for (const auto& peer : resolved) {
       const prometheus::Labels labels = {{"peer", peer.spec.name}};
       json entry = {{"peer", peer.spec.name}};
-      last_probe_.Add(labels).Set(probed_at);
+      mesh_metrics_.last_probe.Add(labels).Set(probed_at);
       // Every peer in the set has the same series (an unresolved one: nothing sent).
-      sent_.Add(labels);
-      lost_.Add(labels);
-      auto& histogram = rtt_.Add(labels, RttBuckets());
+      mesh_metrics_.sent.Add(labels);
+      mesh_metrics_.lost.Add(labels);
+      auto& histogram = mesh_metrics_.rtt.Add(labels, RttBuckets());
       if (!peer.address) {
-        up_.Add(labels).Set(0);
+        mesh_metrics_.up.Add(labels).Set(0);
         entry["up"] = false;
         entry["error"] = peer.address.error();
         result["peers"].push_back(entry);
@@ -727,11 +405,11 @@ class NetProbe final : public Probe, private ResponderObserver {
       }
       const LatencyResult& r = measured[target_index++];
       const bool peer_up = r.received > 0;
-      up_.Add(labels).Set(peer_up ? 1 : 0);
-      sent_.Add(labels).Increment(r.sent);
-      lost_.Add(labels).Increment(r.lost());
+      mesh_metrics_.up.Add(labels).Set(peer_up ? 1 : 0);
+      mesh_metrics_.sent.Add(labels).Increment(r.sent);
+      mesh_metrics_.lost.Add(labels).Increment(r.lost());
       for (const double rtt : r.rtt_seconds) histogram.Observe(rtt);
-      if (r.clock_offset_seconds) offset_.Add(labels).Set(*r.clock_offset_seconds);
+      if (r.clock_offset_seconds) mesh_metrics_.offset.Add(labels).Set(*r.clock_offset_seconds);
       entry["up"] = peer_up;
       entry["address"] = peer.address->ToString();
       entry["sent"] = r.sent;
@@ -778,26 +456,7 @@ class NetProbe final : public Probe, private ResponderObserver {
       std::lock_guard lock(state_mutex_);
       ports = responder_ports_;
     }
-    if (ports.empty()) ports = net.ports;
-    if (assignment_ && assignment_->members == members && assignment_->configured_self == net.self &&
-        assignment_->k == net.observers && assignment_->ports == ports &&
-        assignment_->bind_address == net.bind_address) {
-      return *assignment_;
-    }
-    Assignment a{members, net.self, net.observers, ports, net.bind_address, {}, false, {}};
-    if (!net.self.empty()) {
-      a.self = net.self;
-    } else {
-      const std::vector<std::string> local = SelfAddresses(local_addresses_, net.bind_address);
-      a.self = FindSelf(members, ports, local, resolve_).value_or(SelfName(net, DefaultPort(net)));
-    }
-    a.self_is_member = std::any_of(members.begin(), members.end(), [&](const PeerSpec& m) { return m.name == a.self; });
-    a.observed = ObservedTargets(a.self, members, net.observers);
-    spdlog::info("net: this host is {} ({}); it observes {} of {} peers ({} observers each)", a.self,
-                 a.self_is_member ? "in the peer list" : "not in the peer list: an outside observer", a.observed.size(),
-                 members.size(), net.observers);
-    assignment_ = std::move(a);
-    return *assignment_;
+    return assignment_.Assign(net, members, std::move(ports), DefaultPort(net));
   }
 
   // hostperf_net_self_info: one series, for the entry this host is (none
@@ -806,19 +465,20 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (self == self_info_peer_) return;
     if (self_info_peer_) {
       const prometheus::Labels old = {{"peer", *self_info_peer_}};
-      if (self_info_.Has(old)) self_info_.Remove(&self_info_.Add(old));
+      if (mesh_metrics_.self_info.Has(old)) mesh_metrics_.self_info.Remove(&mesh_metrics_.self_info.Add(old));
     }
-    if (self) self_info_.Add({{"peer", *self}}).Set(1);
+    if (self) mesh_metrics_.self_info.Add({{"peer", *self}}).Set(1);
     self_info_peer_ = self;
   }
 
   // hostperf_net_peers_file_valid: absent (nullopt) without a peers_file.
   void PublishPeersFileValid(std::optional<bool> valid) {
     if (!valid) {
-      if (peers_file_valid_.Has({})) peers_file_valid_.Remove(&peers_file_valid_.Add({}));
+      if (mesh_metrics_.peers_file_valid.Has({}))
+        mesh_metrics_.peers_file_valid.Remove(&mesh_metrics_.peers_file_valid.Add({}));
       return;
     }
-    peers_file_valid_.Add({}).Set(*valid ? 1 : 0);
+    mesh_metrics_.peers_file_valid.Add({}).Set(*valid ? 1 : 0);
   }
 
   // Removes every series of the peers that left the probed set. References
@@ -830,20 +490,24 @@ class NetProbe final : public Probe, private ResponderObserver {
     for (const std::string& name : series_peers_) {
       if (now.contains(name)) continue;
       const prometheus::Labels labels = {{"peer", name}};
-      if (rtt_.Has(labels)) rtt_.Remove(&rtt_.Add(labels, RttBuckets()));
-      for (auto* family : {&sent_, &lost_, &throughput_bytes_}) {
+      if (mesh_metrics_.rtt.Has(labels)) mesh_metrics_.rtt.Remove(&mesh_metrics_.rtt.Add(labels, RttBuckets()));
+      for (auto* family : {&mesh_metrics_.sent, &mesh_metrics_.lost, &mesh_metrics_.throughput_bytes}) {
         if (family->Has(labels)) family->Remove(&family->Add(labels));
       }
-      for (auto* family : {&offset_, &up_, &tcp_, &udp_, &udp_loss_, &udp_jitter_, &last_probe_, &peer_mtu_mismatch_}) {
+      for (auto* family :
+           {&mesh_metrics_.offset, &mesh_metrics_.up, &mesh_metrics_.tcp, &mesh_metrics_.udp, &mesh_metrics_.udp_loss,
+            &mesh_metrics_.udp_jitter, &mesh_metrics_.last_probe, &interface_metrics_.peer_mtu_mismatch}) {
         if (family->Has(labels)) family->Remove(&family->Add(labels));
       }
       for (const char* side : {"local", "remote"}) {
         const prometheus::Labels side_labels = {{"peer", name}, {"side", side}};
-        if (peer_mtu_.Has(side_labels)) peer_mtu_.Remove(&peer_mtu_.Add(side_labels));
+        if (interface_metrics_.peer_mtu.Has(side_labels))
+          interface_metrics_.peer_mtu.Remove(&interface_metrics_.peer_mtu.Add(side_labels));
       }
       if (const auto it = peer_interfaces_.find(name); it != peer_interfaces_.end()) {
         const prometheus::Labels interface_labels = {{"peer", name}, {"interface", it->second}};
-        if (peer_interface_.Has(interface_labels)) peer_interface_.Remove(&peer_interface_.Add(interface_labels));
+        if (interface_metrics_.peer_interface.Has(interface_labels))
+          interface_metrics_.peer_interface.Remove(&interface_metrics_.peer_interface.Add(interface_labels));
         peer_interfaces_.erase(it);
       }
       remote_mtu_.erase(name);
@@ -862,12 +526,12 @@ class NetProbe final : public Probe, private ResponderObserver {
                            InterfaceCache& interfaces, std::map<std::string, std::vector<WatchedDevice>>& paths,
                            json& findings) {
     const auto skip = [&](const char* reason) {
-      throughput_skipped_.Add({{"reason", reason}}).Increment();
+      mesh_metrics_.throughput_skipped.Add({{"reason", reason}}).Increment();
       return json{{"skipped", reason}};
     };
     // Published even when no burst runs: alert rules compare thresholds with it
     // so that a cap below a threshold never reads as a slow network.
-    throughput_rate_limit_.Set(static_cast<double>(net.throughput_rate));
+    mesh_metrics_.throughput_rate_limit.Set(static_cast<double>(net.throughput_rate));
     if (net.throughput_duration.count() == 0) return json{{"skipped", "disabled"}};
     if (up.empty()) return skip("no_peer");
     const auto planned = static_cast<std::uint64_t>(static_cast<double>(net.throughput_rate) *
@@ -888,40 +552,29 @@ class NetProbe final : public Probe, private ResponderObserver {
     if (r.peer_mtu) remote_mtu_[name] = {r.peer_mtu, clock_->Now()};
     // Settle the reservation with what was actually sent (less if cut short).
     budget.Refund(BudgetResource::kNetBytes, static_cast<double>(planned) - static_cast<double>(r.bytes_sent));
-    throughput_bytes_.Add({{"peer", name}}).Increment(static_cast<double>(r.bytes_sent));
+    mesh_metrics_.throughput_bytes.Add({{"peer", name}}).Increment(static_cast<double>(r.bytes_sent));
     const char* test = next_is_udp_ ? "udp-throughput" : "tcp-throughput";
     if (r.outcome == SessionOutcome::kBusy) return skip("busy");
     if (r.outcome != SessionOutcome::kOk) {
       spdlog::warn("net: {} to {}: {}", test, name, r.error);
       skip("error");
       ++next_throughput_peer_;
-      return ThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
+      return PairThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
     }
     const prometheus::Labels labels = {{"peer", name}};
     if (options.test == ThroughputTest::kTcp) {
-      tcp_.Add(labels).Set(r.ReceivedBytesPerSecond());
+      mesh_metrics_.tcp.Add(labels).Set(r.ReceivedBytesPerSecond());
     } else {
-      udp_.Add(labels).Set(r.ReceivedBytesPerSecond());
-      udp_loss_.Add(labels).Set(r.LossRatio());
-      udp_jitter_.Add(labels).Set(r.jitter_seconds);
+      mesh_metrics_.udp.Add(labels).Set(r.ReceivedBytesPerSecond());
+      mesh_metrics_.udp_loss.Add(labels).Set(r.LossRatio());
+      mesh_metrics_.udp_jitter.Add(labels).Set(r.jitter_seconds);
       ++next_throughput_peer_;  // both tests done for this peer
     }
     next_is_udp_ = !next_is_udp_;
-    json row = ThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
+    json row = PairThroughputRow(VnetperfDate(), test, net.throughput_rate / kMiB, name, r);
     AttributeRow(r, options.test, static_cast<double>(net.throughput_rate), interfaces, burst.devices(), deltas, row,
                  findings);
     return row;
-  }
-
-  // A short burst's row names the interface and what moved (and so do the findings).
-  static void AttributeRow(const ThroughputResult& r, ThroughputTest test, double cap, InterfaceCache& interfaces,
-                           const std::vector<WatchedDevice>& devices, const CounterDeltas& deltas, json& row,
-                           json& findings) {
-    row["interface"] = devices.empty() ? json(nullptr) : json(devices.front().name);
-    const auto shortfall = Shortfall(r, test, ExpectedBytesPerSecond(cap, interfaces, devices));
-    if (!shortfall) return;
-    row["attribution"] = Attribute(*shortfall, row.value("node", ""), devices, deltas);
-    findings.push_back(row["attribution"]);
   }
 
   // --- interfaces --------------------------------------------------------------
@@ -929,10 +582,12 @@ class NetProbe final : public Probe, private ResponderObserver {
   void CountDeltas(const CounterDeltas& deltas) {
     for (const auto& [device, counters] : deltas.devices) {
       for (const auto& [counter, delta] : counters) {
-        interface_errors_.Add({{"interface", device}, {"counter", counter}}).Increment(static_cast<double>(delta));
+        interface_metrics_.interface_errors.Add({{"interface", device}, {"counter", counter}})
+            .Increment(static_cast<double>(delta));
       }
     }
-    if (deltas.tcp_retransmits) tcp_retransmits_.Increment(static_cast<double>(*deltas.tcp_retransmits));
+    if (deltas.tcp_retransmits)
+      interface_metrics_.tcp_retransmits.Increment(static_cast<double>(*deltas.tcp_retransmits));
   }
 
   // The series of the devices that route to probed peers (and those below
@@ -942,14 +597,14 @@ class NetProbe final : public Probe, private ResponderObserver {
       const InterfaceInfo& info = interfaces.Info(device);
       const prometheus::Labels labels = {{"interface", device}};
       if (info.speed_mbps) {
-        interface_speed_.Add(labels).Set(static_cast<double>(*info.speed_mbps) * 1e6 / 8);
-      } else if (interface_speed_.Has(labels)) {
-        interface_speed_.Remove(&interface_speed_.Add(labels));
+        interface_metrics_.interface_speed.Add(labels).Set(static_cast<double>(*info.speed_mbps) * 1e6 / 8);
+      } else if (interface_metrics_.interface_speed.Has(labels)) {
+        interface_metrics_.interface_speed.Remove(&interface_metrics_.interface_speed.Add(labels));
       }
       if (info.mtu) {
-        interface_mtu_.Add(labels).Set(*info.mtu);
-      } else if (interface_mtu_.Has(labels)) {
-        interface_mtu_.Remove(&interface_mtu_.Add(labels));
+        interface_metrics_.interface_mtu.Add(labels).Set(*info.mtu);
+      } else if (interface_metrics_.interface_mtu.Has(labels)) {
+        interface_metrics_.interface_mtu.Remove(&interface_metrics_.interface_mtu.Add(labels));
       }
       std::vector<prometheus::Labels> wanted;
       for (const std::string& lower : info.lowers.empty() ? std::vector<std::string>{""} : info.lowers) {
@@ -957,11 +612,12 @@ class NetProbe final : public Probe, private ResponderObserver {
             {{"interface", device}, {"duplex", info.duplex}, {"operstate", info.operstate}, {"lower", lower}});
       }
       for (const auto& old : interface_info_labels_[device]) {
-        if (std::find(wanted.begin(), wanted.end(), old) == wanted.end() && interface_info_.Has(old)) {
-          interface_info_.Remove(&interface_info_.Add(old));
+        if (std::find(wanted.begin(), wanted.end(), old) == wanted.end() &&
+            interface_metrics_.interface_info.Has(old)) {
+          interface_metrics_.interface_info.Remove(&interface_metrics_.interface_info.Add(old));
         }
       }
-      for (const auto& labels_of_one : wanted) interface_info_.Add(labels_of_one).Set(1);
+      for (const auto& labels_of_one : wanted) interface_metrics_.interface_info.Add(labels_of_one).Set(1);
       interface_info_labels_[device] = std::move(wanted);
     }
     for (auto it = interface_info_labels_.begin(); it != interface_info_labels_.end();) {
@@ -970,15 +626,17 @@ class NetProbe final : public Probe, private ResponderObserver {
         continue;
       }
       const prometheus::Labels labels = {{"interface", it->first}};
-      for (auto* family : {&interface_speed_, &interface_mtu_}) {
+      for (auto* family : {&interface_metrics_.interface_speed, &interface_metrics_.interface_mtu}) {
         if (family->Has(labels)) family->Remove(&family->Add(labels));
       }
       for (const auto& old : it->second) {
-        if (interface_info_.Has(old)) interface_info_.Remove(&interface_info_.Add(old));
+        if (interface_metrics_.interface_info.Has(old))
+          interface_metrics_.interface_info.Remove(&interface_metrics_.interface_info.Add(old));
       }
       for (const std::string& counter : InterfaceErrorCounters()) {
         const prometheus::Labels counter_labels = {{"interface", it->first}, {"counter", counter}};
-        if (interface_errors_.Has(counter_labels)) interface_errors_.Remove(&interface_errors_.Add(counter_labels));
+        if (interface_metrics_.interface_errors.Has(counter_labels))
+          interface_metrics_.interface_errors.Remove(&interface_metrics_.interface_errors.Add(counter_labels));
       }
       it = interface_info_labels_.erase(it);
     }
@@ -991,12 +649,13 @@ class NetProbe final : public Probe, private ResponderObserver {
     const auto previous = peer_interfaces_.find(peer);
     if (previous != peer_interfaces_.end() && previous->second != interface) {
       const prometheus::Labels old = {{"peer", peer}, {"interface", previous->second}};
-      if (peer_interface_.Has(old)) peer_interface_.Remove(&peer_interface_.Add(old));
+      if (interface_metrics_.peer_interface.Has(old))
+        interface_metrics_.peer_interface.Remove(&interface_metrics_.peer_interface.Add(old));
       peer_interfaces_.erase(previous);
     }
     std::optional<std::uint32_t> local;
     if (!interface.empty()) {
-      peer_interface_.Add({{"peer", peer}, {"interface", interface}}).Set(1);
+      interface_metrics_.peer_interface.Add({{"peer", peer}, {"interface", interface}}).Set(1);
       peer_interfaces_[peer] = interface;
       local = interfaces.Info(interface).mtu;
     }
@@ -1004,13 +663,13 @@ class NetProbe final : public Probe, private ResponderObserver {
     for (const auto& [side, mtu] : {std::pair{"local", local}, std::pair{"remote", remote}}) {
       const prometheus::Labels labels = {{"peer", peer}, {"side", side}};
       if (mtu) {
-        peer_mtu_.Add(labels).Set(*mtu);
-      } else if (peer_mtu_.Has(labels)) {
-        peer_mtu_.Remove(&peer_mtu_.Add(labels));
+        interface_metrics_.peer_mtu.Add(labels).Set(*mtu);
+      } else if (interface_metrics_.peer_mtu.Has(labels)) {
+        interface_metrics_.peer_mtu.Remove(&interface_metrics_.peer_mtu.Add(labels));
       }
     }
     const bool mismatch = local && remote && *local != *remote;
-    peer_mtu_mismatch_.Add({{"peer", peer}}).Set(mismatch ? 1 : 0);
+    interface_metrics_.peer_mtu_mismatch.Add({{"peer", peer}}).Set(mismatch ? 1 : 0);
     if (mismatch) findings.push_back(DescribeMtuMismatch(peer, interface, *local, *remote));
   }
 
@@ -1207,7 +866,7 @@ class NetProbe final : public Probe, private ResponderObserver {
         const Burst burst(roots_, DevicesToward(interfaces, address));
         const ThroughputResult r = RunThroughput(address, throughput, secret, stop);
         const CounterDeltas deltas = burst.End(throughput.test == ThroughputTest::kTcp);
-        json row = ThroughputRow(date, test, rate, name, r);
+        json row = PairThroughputRow(date, test, rate, name, r);
         AttributeRow(r, throughput.test, rate * kMiB, interfaces, burst.devices(), deltas, row, findings);
         Report(ctx, test, row);
         per_rate.push_back(std::move(row));
@@ -1274,42 +933,15 @@ class NetProbe final : public Probe, private ResponderObserver {
     return rows;
   }
 
-  std::function<std::vector<std::string>()> local_addresses_;
-  std::function<std::optional<std::string>(const PeerSpec&)> resolve_;
+  PeerAssignment assignment_;
   RouteLookup route_;
   SystemRoots roots_;
   hostperf::RealClock real_clock_;
   const hostperf::Clock* clock_;
   std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
-  prometheus::Registry& registry_;
-  prometheus::Family<prometheus::Histogram>& rtt_;
-  prometheus::Family<prometheus::Counter>& sent_;
-  prometheus::Family<prometheus::Counter>& lost_;
-  prometheus::Family<prometheus::Gauge>& offset_;
-  prometheus::Family<prometheus::Gauge>& up_;
-  prometheus::Family<prometheus::Gauge>& tcp_;
-  prometheus::Family<prometheus::Gauge>& udp_;
-  prometheus::Family<prometheus::Gauge>& udp_loss_;
-  prometheus::Family<prometheus::Gauge>& udp_jitter_;
-  prometheus::Gauge& throughput_rate_limit_;
-  prometheus::Family<prometheus::Counter>& throughput_bytes_;
-  prometheus::Family<prometheus::Counter>& throughput_skipped_;
-  prometheus::Family<prometheus::Gauge>& peers_;
-  prometheus::Family<prometheus::Gauge>& last_probe_;
-  prometheus::Counter& peers_file_errors_;
-  prometheus::Family<prometheus::Gauge>& peers_file_valid_;
-  prometheus::Family<prometheus::Gauge>& self_info_;
-  prometheus::Family<prometheus::Counter>& requests_;
-  prometheus::Family<prometheus::Counter>& dropped_;
-  prometheus::Gauge& responder_up_;
-  prometheus::Family<prometheus::Counter>& interface_errors_;
-  prometheus::Counter& tcp_retransmits_;
-  prometheus::Family<prometheus::Gauge>& interface_info_;
-  prometheus::Family<prometheus::Gauge>& interface_speed_;
-  prometheus::Family<prometheus::Gauge>& interface_mtu_;
-  prometheus::Family<prometheus::Gauge>& peer_interface_;
-  prometheus::Family<prometheus::Gauge>& peer_mtu_mismatch_;
-  prometheus::Family<prometheus::Gauge>& peer_mtu_;
+  MeshMetrics mesh_metrics_;
+  ResponderMetrics responder_metrics_;
+  InterfaceMetrics interface_metrics_;
 
   // What the attribution keeps between runs (runs never overlap).
   struct RemoteMtuEntry {
@@ -1327,10 +959,9 @@ class NetProbe final : public Probe, private ResponderObserver {
   std::string responder_error_;           // why the last start failed; empty once running
   Secret responder_secret_;
   std::vector<std::uint16_t> responder_ports_;
-  PeersFile peers_file_;
+  PeerList peer_list_;
   std::uint64_t peers_file_failures_seen_ = 0;
   std::vector<std::string> last_errors_;
-  std::optional<Assignment> assignment_;
   std::optional<std::string> self_info_peer_;  // the peer of hostperf_net_self_info's series
   std::set<std::string> series_peers_;         // peers that may have series
   std::size_t next_throughput_peer_ = 0;
@@ -1405,85 +1036,6 @@ Result<NetOptions> ParseNetOptions(const json& options, std::optional<std::chron
 Result<std::shared_ptr<const ProbeOptions>> ParseNetModuleOptions(const json& options,
                                                                   std::optional<std::chrono::nanoseconds> duration) {
   return ShareOptions(ParseNetOptions(options, duration));
-}
-
-std::optional<std::string> CheckSelfInPeers(const NetProbeConfig& net, const NetProbeSeams& seams,
-                                            std::chrono::milliseconds bound) {
-  if (net.peers.empty() && net.peers_file.empty()) return std::nullopt;  // its own responder: nothing to find
-  const std::uint16_t default_port = net.ports.empty() ? 14159 : net.ports.front();
-  std::vector<std::string> entries = net.peers;
-  if (!net.peers_file.empty()) {
-    PeersFile file;
-    if (auto read = file.Refresh(net.peers_file, net.allow_empty_peers_file); !read) {
-      return "cannot tell whether this host is in the peer list: " + read.error();
-    }
-    entries.insert(entries.end(), file.targets().begin(), file.targets().end());
-  }
-  std::vector<PeerSpec> members;
-  for (const std::string& entry : entries) {
-    if (auto spec = ParsePeerSpec(entry, default_port)) members.push_back(std::move(spec).value());
-  }
-  const std::string where = net.peers_file.empty() ? "probes.net.peers" : "peers/peers_file (" + net.peers_file + ")";
-  if (!net.self.empty()) {
-    if (std::any_of(members.begin(), members.end(), [&](const PeerSpec& m) { return m.name == net.self; })) {
-      return std::nullopt;
-    }
-    return "self = \"" + net.self + "\" is not an entry of " + where +
-           ": this host probes as an outside observer and publishes no hostperf_net_self_info, so alerts about it "
-           "cannot carry its scrape target's name; check that self is spelled exactly as its entry";
-  }
-  std::vector<std::uint16_t> ports;
-  for (const std::uint16_t port : net.ports) {
-    if (port != 0) ports.push_back(port);
-  }
-  const std::vector<std::string> local =
-      SelfAddresses(seams.local_addresses ? seams.local_addresses : InterfaceAddresses, net.bind_address);
-  // Resolution may hang on a dead DNS server: done on a thread that is left
-  // behind when it outlasts `bound` (the check exits right after).
-  struct Search {
-    std::mutex mu;
-    std::condition_variable done_cv;
-    bool done = false;
-    std::optional<std::string> self;
-  };
-  auto search = std::make_shared<Search>();
-  std::thread([search, members, ports, local, resolve = seams.resolve ? seams.resolve : ResolveMember] {
-    auto self = FindSelf(members, ports, local, resolve);
-    std::lock_guard lock(search->mu);
-    search->self = std::move(self);
-    search->done = true;
-    search->done_cv.notify_all();
-  }).detach();
-  std::unique_lock lock(search->mu);
-  if (!search->done_cv.wait_for(lock, bound, [&] { return search->done; })) {
-    return fmt::format(
-        "cannot tell whether this host is in the peer list: resolving its {} entries took longer than {} ms; check "
-        "the resolver (/etc/resolv.conf, /etc/hosts) or list the peers by address",
-        members.size(), bound.count());
-  }
-  if (search->self) return std::nullopt;
-  std::string ports_text;
-  for (const std::uint16_t port : ports) ports_text += (ports_text.empty() ? "" : ",") + std::to_string(port);
-  // A few addresses to compare with the list, not every link-local one of
-  // every veth on a container host.
-  constexpr std::size_t kShownAddresses = 6;
-  std::vector<std::string> shown;
-  std::size_t hidden = 0;
-  for (const std::string& address : local) {
-    if (address.starts_with("fe80:") || shown.size() >= kShownAddresses) {
-      ++hidden;
-    } else {
-      shown.push_back(address);
-    }
-  }
-  std::string addresses = fmt::format("{}", fmt::join(shown, ", "));
-  if (hidden > 0) addresses += fmt::format(" and {} more", hidden);
-  return fmt::format(
-      "this host is not in {}: none of its {} entries resolves to one of this host's addresses on port {}, so it "
-      "probes as an outside observer and publishes no hostperf_net_self_info (its alerts cannot be joined to its "
-      "scrape target). Check that the list names this host by a name that resolves here or by one of its addresses "
-      "({}), with the responder port, or set probes.net.self to its entry",
-      where, members.size(), ports_text.empty() ? "(ephemeral)" : ports_text, addresses);
 }
 
 std::unique_ptr<Probe> CreateNetProbe(const ProbeDeps& deps) {
