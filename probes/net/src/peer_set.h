@@ -4,6 +4,7 @@
 // peers file), their addresses, this host found among them, and the subset
 // a scheduled run observes. Internal to the net probe.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -21,6 +22,8 @@ struct NetProbeConfig;  // module.h
 
 // The default port of the responder and of peers without one.
 inline constexpr std::uint16_t kDefaultNetPort = 14159;
+// How long a hello (a peer's MTU, whether a host is reachable) may take.
+inline constexpr auto kHelloTimeout = std::chrono::seconds(2);
 
 // This host's interface addresses, numeric (NetProbeSeams::local_addresses).
 using LocalAddresses = std::function<std::vector<std::string>()>;
