@@ -44,9 +44,11 @@ class NetProbe final : public Probe {
   }
 
  private:
-  ProbeOutcome Measure(const RunContext& ctx) override {
-    if (ctx.mode == RunMode::kFull) return VnetperfRun(ctx, responder_, peer_list_, roots_, route_).Run();
-    return mesh_.Run(ctx);
+  // The two faces: separate code over the responder, the peer list and the
+  // metric families they share.
+  ProbeOutcome MeasureScheduled(const ScheduledContext& ctx) override { return mesh_.Run(ctx); }
+  ProbeOutcome MeasureFull(const FullRunContext& ctx) override {
+    return VnetperfRun(ctx, responder_, peer_list_, roots_, route_).Run();
   }
 
   RouteLookup route_;

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "burst_attribution.h"
-#include "faces_shim.h"
 #include "hostperf/base/clock.h"
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/interfaces.h"

@@ -17,7 +17,6 @@
 #include <string_view>
 #include <vector>
 
-#include "faces_shim.h"
 #include "hostperf/probes/net/interfaces.h"
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/net_probe.h"
