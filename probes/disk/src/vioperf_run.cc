@@ -1,0 +1,33 @@
+#include "vioperf_run.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "directory_run.h"
+#include "hdfs_directory.h"
+#include "hostperf/probes/disk/hdfs.h"
+#include "hostperf/probes/host_facts.h"
+
+namespace hostperf::probes::disk {
+
+ProbeOutcome RunVioperf(const RunContext& context, const Plan& plan, const DiskServices& services,
+                        const Feedback& feedback) {
+  const auto topology = ReadCpuTopology(services.roots);
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t tests_total = 0;
+  for (const auto& path : plan.directories) {
+    tests_total += hdfs::IsHdfsUrl(path) ? kHdfsTests.size() : kAllTests.size();
+  }
+  RunScope run{context,
+               plan,
+               services,
+               std::max(1, topology.physical_cores),
+               TimeShare{std::min(context.deadline, start + plan.duration), tests_total},
+               start};
+  return RunDirectories(run, RunHeader("full", topology, plan), [&](const std::string& path, nlohmann::json& dir_json) {
+    return hdfs::IsHdfsUrl(path) ? RunHdfsDirectory(run, feedback, path, dir_json)
+                                 : RunDirectory(run, feedback, path, dir_json);
+  });
+}
+
+}  // namespace hostperf::probes::disk
