@@ -52,14 +52,14 @@ WorkloadOptions MakeWorkloadOptions(const Plan& plan, const Layout& layout) {
   options.file_size = layout.file_size;
   options.direct_io = plan.direct_io;
   options.crc = plan.crc;
-  options.idle_io_priority = !plan.full;
+  options.idle_io_priority = plan.idle_io_priority;
   options.verbose = plan.verbose;
   options.run_id = NewRunId();
   return options;
 }
 
-// One test: its rows (every log interval in full runs, and a last one),
-// its summary into `tests`, its figures published.
+// One test: its rows (every log interval if the plan has one, and a last
+// one), its summary into `tests`, its figures published, then the seam.
 Result<void> RunOneTest(RunScope& run, const Feedback& feedback, const std::string& path, DiskTest test,
                         const TestRunner& run_test, std::atomic<bool>& stop, json& tests,
                         std::uint64_t& verify_errors) {
@@ -69,7 +69,8 @@ Result<void> RunOneTest(RunScope& run, const Feedback& feedback, const std::stri
   TestCounters counters;
   OpLatencies latencies;
   RowSampler sampler(test, path, plan.threads, run.cores, run.services.roots, counters, slice_end);
-  auto next_row = now + plan.log_interval;
+  const auto interval = plan.log_interval;
+  auto next_row = interval ? now + *interval : Clock::time_point::max();
   const auto emit = [&](json row) {
     feedback.ReportProgress({std::string(TestName(test)), ToNanoseconds(row["elapsed_seconds"].get<double>()),
                              ToNanoseconds(row["remaining_seconds"].get<double>())});
@@ -79,17 +80,18 @@ Result<void> RunOneTest(RunScope& run, const Feedback& feedback, const std::stri
   auto io = run_test(test, slice_end, stop, counters, latencies, [&] {
     if (run.context.ShouldStop()) stop.store(true);
     sampler.Sample();
-    if (plan.full && Clock::now() >= next_row) {
+    if (interval && Clock::now() >= next_row) {
       emit(sampler.Row());
-      next_row += plan.log_interval;
+      next_row += *interval;
     }
   });
   // The last row, unless one was just printed (it would average nothing).
-  if (!plan.full || sampler.SinceLastRow() >= kMinFinalRowGap) emit(sampler.Row());
+  if (!interval || sampler.SinceLastRow() >= kMinFinalRowGap) emit(sampler.Row());
   json summary = sampler.Summary();
   verify_errors += counters.verify_errors.load();
   run.services.metrics.Publish(plan.generation, path, test, summary, latencies, counters);
   tests.push_back(std::move(summary));
+  if (run.services.seams.after_test) run.services.seams.after_test(path, TestName(test));
   return io;
 }
 
@@ -116,7 +118,8 @@ Result<void> RunTests(RunScope& run, const Feedback& feedback, const std::string
   return io;
 }
 
-DirectoryOutcome RunDirectory(RunScope& run, const Feedback& feedback, const std::string& path, json& dir_json) {
+DirectoryOutcome RunDirectory(RunScope& run, const Feedback& feedback, const RoomCheck& check_room,
+                              const std::string& path, json& dir_json) {
   const Plan& plan = run.plan;
   auto opened = OpenDirectory(run.services, plan, path, dir_json);
   if (!opened.ok()) return DirectoryOutcome::Failed(opened.failure());
@@ -130,10 +133,7 @@ DirectoryOutcome RunDirectory(RunScope& run, const Feedback& feedback, const std
                    {"file_size", layout->file_size},
                    {"files", layout->files},
                    {"data_bytes", layout->total}});
-  // Without room or budget a scheduled run skips the directory; a full run fails.
-  if (auto room = CheckRoom(run.context, plan, dir, path, layout->total); !room.ok()) {
-    return {room.failure(), !plan.full};
-  }
+  if (auto refused = check_room(dir, path, layout->total)) return *std::move(refused);
   feedback.Report("directory", dir_json);
 
   const WorkloadOptions workload_options = MakeWorkloadOptions(plan, *layout);

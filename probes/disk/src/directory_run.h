@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "directory_setup.h"
 #include "feedback.h"
 #include "hostperf/base/result.h"
+#include "hostperf/probes/disk/scratch.h"
 #include "hostperf/probes/disk/workload.h"
 #include "hostperf/probes/host_facts.h"
 #include "hostperf/probes/probe.h"
@@ -51,17 +53,25 @@ using TestRunner = std::function<Result<void>(DiskTest test, std::chrono::steady
                                               OpLatencies& latencies, const std::function<void()>& tick)>;
 
 // Runs `tests` in order through `run_test`, one table row per log interval
-// (full runs) and one at the end of each; stops at the first I/O error or
-// when the run should stop. Publishes each test's figures; writes the
+// (when the plan has one) and one at the end of each; stops at the first
+// I/O error or when the run should stop. Publishes each test's figures and
+// calls the after_test seam; writes the
 // per-test summaries and the verify error count into `dir_json` and adds
 // the latter to `verify_errors`.
 Result<void> RunTests(RunScope& run, const Feedback& feedback, const std::string& path, std::span<const DiskTest> tests,
                       const TestRunner& run_test, nlohmann::json& dir_json, std::uint64_t& verify_errors);
 
-// vioperf's four tests over scratch files in one local directory. Without
-// room or budget a scheduled run skips the directory; a full run fails.
-DirectoryOutcome RunDirectory(RunScope& run, const Feedback& feedback, const std::string& path,
-                              nlohmann::json& dir_json);
+// A face's word on a local directory once its data size is known (Write
+// and ReWrite each write `total` bytes): none to go on, or the directory's
+// outcome (the scheduled burst skips a directory without room or budget; a
+// full run fails it).
+using RoomCheck = std::function<std::optional<DirectoryOutcome>(const TestDirectory& dir, const std::string& path,
+                                                                std::uint64_t total)>;
+
+// vioperf's four tests over scratch files in one local directory, once
+// `check_room` lets them run.
+DirectoryOutcome RunDirectory(RunScope& run, const Feedback& feedback, const RoomCheck& check_room,
+                              const std::string& path, nlohmann::json& dir_json);
 
 // The head of a run's result: `mode` ("scheduled" or "full"), the host's
 // cores and the plan's threads.

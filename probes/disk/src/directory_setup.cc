@@ -9,20 +9,11 @@
 #include <utility>
 
 #include "hostperf/config/units.h"
-#include "hostperf/probes/impact_budget.h"
 
 namespace hostperf::probes::disk {
 namespace {
 
 using nlohmann::json;
-
-// Refuses a scheduled run whose planned writes would exceed the hourly disk budget.
-Result<void> ChargeBudget(const RunContext& context, std::uint64_t bytes) {
-  if (auto over = context.budget->TrySpend(BudgetResource::kDiskBytes, static_cast<double>(bytes))) {
-    return Failure{"budget_exhausted", "writing " + *over};
-  }
-  return {};
-}
 
 // The members of the stack with what each did (flat: a full run's result
 // is printed on a CivetWeb worker's small stack when the run API serves it,
@@ -97,15 +88,13 @@ std::unique_ptr<RunRecord> RecordScratchFiles(const DiskServices& services, cons
   return nullptr;
 }
 
-Result<void> CheckRoom(const RunContext& context, const Plan& plan, const TestDirectory& dir, const std::string& path,
-                       std::uint64_t total) {
+Result<void> CheckFreeSpace(const Plan& plan, const TestDirectory& dir, const std::string& path, std::uint64_t total) {
   const std::uint64_t free = dir.FreeBytes();
   if (free < total + plan.reserve) {
     return Failure{"no_space",
                    fmt::format("\"{}\" has {} free; the test needs {} plus a reserve of {}", path,
                                config::FormatSize(free), config::FormatSize(total), config::FormatSize(plan.reserve))};
   }
-  if (!plan.full) return ChargeBudget(context, 2 * total);
   return {};
 }
 

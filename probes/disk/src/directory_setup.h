@@ -10,6 +10,7 @@
 #include "disk_metrics.h"
 #include "feedback.h"
 #include "hostperf/base/result.h"
+#include "hostperf/probes/disk/disk_probe.h"
 #include "hostperf/probes/disk/members.h"
 #include "hostperf/probes/disk/scratch.h"
 #include "hostperf/probes/probe.h"
@@ -17,16 +18,18 @@
 #include "plan.h"
 
 // What every run of a local directory does around its tests, whichever
-// face runs it: open the directory, record its scratch files, check room
-// and budget, and attribute the I/O to the array's members.
+// face runs it: open the directory, record its scratch files, check its
+// free space, and attribute the I/O to the array's members.
 namespace hostperf::probes::disk {
 
 // What the probe's runs share: the host's roots, the state directory (the
-// scratch-file records, the default directory) and the metrics.
+// scratch-file records, the default directory), the metrics and the test
+// seams.
 struct DiskServices {
   const SystemRoots& roots;
   const std::filesystem::path& state_directory;
   DiskMetrics& metrics;
+  const DiskProbeSeams& seams;
 };
 
 // A new run's id: distinguishes its scratch files and data.
@@ -48,10 +51,8 @@ Result<std::unique_ptr<TestDirectory>> OpenDirectory(const DiskServices& service
 std::unique_ptr<RunRecord> RecordScratchFiles(const DiskServices& services, const std::string& path,
                                               std::uint64_t run_id);
 
-// The free-space guard (`total` plus the reserve) and, for scheduled runs,
-// the hourly byte budget (Write and ReWrite each write `total`).
-Result<void> CheckRoom(const RunContext& context, const Plan& plan, const TestDirectory& dir, const std::string& path,
-                       std::uint64_t total);
+// The free-space guard: `total` plus the plan's reserve must be free.
+Result<void> CheckFreeSpace(const Plan& plan, const TestDirectory& dir, const std::string& path, std::uint64_t total);
 
 // The array behind a directory, resolved at the start of a run; none when
 // the directory is on no block device (tmpfs, NFS): nothing to attribute.

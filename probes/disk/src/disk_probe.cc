@@ -5,10 +5,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "directory_setup.h"
 #include "disk_metrics.h"
-#include "feedback.h"
 #include "gpcheckperf_run.h"
 #include "hostperf/probes/disk/members.h"
 #include "hostperf/probes/disk/module.h"
@@ -25,8 +25,11 @@ namespace {
 
 class DiskProbe final : public Probe {
  public:
-  explicit DiskProbe(const ProbeDeps& deps)
-      : roots_(deps.roots), state_directory_(deps.state_directory), metrics_(RegistryFor(deps)) {}
+  DiskProbe(const ProbeDeps& deps, DiskProbeSeams seams)
+      : seams_(std::move(seams)),
+        roots_(deps.roots),
+        state_directory_(deps.state_directory),
+        metrics_(RegistryFor(deps)) {}
 
   std::string_view Name() const override { return "disk"; }
 
@@ -59,23 +62,22 @@ class DiskProbe final : public Probe {
     return std::string(config.directories.empty() ? kStateRole : kDataRole);
   }
 
-  DiskServices Services() { return {roots_, state_directory_, metrics_}; }
+  DiskServices Services() { return {roots_, state_directory_, metrics_, seams_}; }
 
-  ProbeOutcome Measure(const RunContext& ctx) override {
-    const auto& config = ctx.Settings<DiskProbeConfig>();
-    const Feedback feedback{ctx.on_report, ctx.on_progress};
-    const DiskServices services = Services();
-    if (ctx.mode == RunMode::kScheduled) {
-      Plan plan = MakeScheduledPlan(config, state_directory_);
-      plan.generation = metrics_.Generation();
-      return RunScheduledBurst(ctx, plan, services, feedback);
-    }
-    Plan plan = MakeFullPlan(config, ctx.Options<FullRunOptions>(), state_directory_, roots_);
+  ProbeOutcome MeasureScheduled(const ScheduledContext& ctx) override {
+    Plan plan = MakeScheduledPlan(ctx.Settings<DiskProbeConfig>(), state_directory_);
     plan.generation = metrics_.Generation();
-    if (plan.method == FullRunMethod::kGpcheckperf) return RunGpcheckperf(ctx, plan, services, feedback);
-    return RunVioperf(ctx, plan, services, feedback);
+    return RunScheduledBurst(ctx, plan, Services());
   }
 
+  ProbeOutcome MeasureFull(const FullRunContext& ctx) override {
+    Plan plan = MakeFullPlan(ctx.Settings<DiskProbeConfig>(), ctx.Options<FullRunOptions>(), state_directory_, roots_);
+    plan.generation = metrics_.Generation();
+    if (plan.method == FullRunMethod::kGpcheckperf) return RunGpcheckperf(ctx, plan, Services());
+    return RunVioperf(ctx, plan, Services());
+  }
+
+  DiskProbeSeams seams_;
   SystemRoots roots_;
   std::filesystem::path state_directory_;
   DiskMetrics metrics_;
@@ -83,6 +85,10 @@ class DiskProbe final : public Probe {
 
 }  // namespace
 
-std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps) { return std::make_unique<DiskProbe>(deps); }
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps) { return CreateDiskProbe(deps, DiskProbeSeams{}); }
+
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps, DiskProbeSeams seams) {
+  return std::make_unique<DiskProbe>(deps, std::move(seams));
+}
 
 }  // namespace hostperf::probes::disk

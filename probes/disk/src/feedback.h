@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -11,16 +10,16 @@ namespace hostperf::probes::disk {
 
 // What a run tells whoever started it while it goes: report entries (a
 // directory, a table row, an array's members: JSON with a "kind") and the
-// current test. Empty when nobody listens (scheduled runs).
+// current test. The full runs' callbacks; the scheduled burst has none, so
+// its Feedback is empty and says nothing.
 struct Feedback {
-  std::function<void(const nlohmann::json&)> on_report;
-  std::function<void(const Progress&)> on_progress;
+  const FullRunContext* listener = nullptr;  // null: nobody listens
 
   void Report(std::string_view kind, const nlohmann::json& entry) const {
-    if (on_report) on_report(Tagged(kind, entry));
+    if (listener != nullptr) listener->Report(Tagged(kind, entry));
   }
   void ReportProgress(const Progress& progress) const {
-    if (on_progress) on_progress(progress);
+    if (listener != nullptr) listener->ReportProgress(progress);
   }
 };
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "feedback.h"
 #include "hostperf/probes/disk/hdfs.h"
 #include "hostperf/probes/disk/workload.h"
 #include "hostperf/probes/host_facts.h"
@@ -60,8 +61,8 @@ struct Pass {
 
 class GpcheckperfRun {
  public:
-  GpcheckperfRun(const RunContext& context, const Plan& plan, const DiskServices& services, const Feedback& feedback)
-      : context_(context), plan_(plan), services_(services), feedback_(feedback) {}
+  GpcheckperfRun(const FullRunContext& context, const Plan& plan, const DiskServices& services)
+      : context_(context), plan_(plan), services_(services), feedback_{&context} {}
 
   ProbeOutcome Measure();
 
@@ -82,10 +83,10 @@ class GpcheckperfRun {
   // outcome is returned.
   ProbeOutcome Finish();
 
-  const RunContext& context_;
+  const FullRunContext& context_;
   const Plan& plan_;
   const DiskServices& services_;
-  const Feedback& feedback_;
+  const Feedback feedback_;
   const Clock::time_point start_ = Clock::now();
   json result_;
   std::uint64_t total_ = 0;  // bytes over all the directories, a multiple of block_
@@ -169,7 +170,7 @@ bool GpcheckperfRun::OpenLane(std::size_t i) {
                                                      "of \"{}\"",
                                                      block_, lane.dir->alignment(), path)});
   }
-  if (auto room = CheckRoom(context_, plan_, *lane.dir, path, bytes); !room.ok()) {
+  if (auto room = CheckFreeSpace(plan_, *lane.dir, path, bytes); !room.ok()) {
     return LaneFailed(i, room.failure());
   }
   WorkloadOptions options;
@@ -263,9 +264,8 @@ ProbeOutcome GpcheckperfRun::Finish() {
 
 }  // namespace
 
-ProbeOutcome RunGpcheckperf(const RunContext& context, const Plan& plan, const DiskServices& services,
-                            const Feedback& feedback) {
-  return GpcheckperfRun(context, plan, services, feedback).Measure();
+ProbeOutcome RunGpcheckperf(const FullRunContext& context, const Plan& plan, const DiskServices& services) {
+  return GpcheckperfRun(context, plan, services).Measure();
 }
 
 }  // namespace hostperf::probes::disk

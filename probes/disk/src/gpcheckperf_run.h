@@ -1,10 +1,10 @@
 #pragma once
 
 #include "directory_setup.h"
-#include "feedback.h"
 #include "hostperf/probes/probe.h"
 #include "plan.h"
 
+// The reference-tool face of the disk probe: gpcheckperf's method.
 namespace hostperf::probes::disk {
 
 // gpcheckperf's disk test (FullRunMethod::kGpcheckperf, `hostperf check -r
@@ -13,7 +13,6 @@ namespace hostperf::probes::disk {
 // pass is timed from its first start to its last end, so the host's figure
 // is its directories' combined bandwidth; every directory's own interval is
 // in the result. Local directories only.
-ProbeOutcome RunGpcheckperf(const RunContext& context, const Plan& plan, const DiskServices& services,
-                            const Feedback& feedback);
+ProbeOutcome RunGpcheckperf(const FullRunContext& context, const Plan& plan, const DiskServices& services);
 
 }  // namespace hostperf::probes::disk

@@ -37,6 +37,7 @@ Plan MakeScheduledPlan(const DiskProbeConfig& config, const std::filesystem::pat
   plan.directories = ConfiguredDirectories(config, state_directory);
   // Write and ReWrite together write bytes_per_run.
   plan.data_size = std::max<std::uint64_t>(config.bytes_per_run / 2, 1);
+  plan.idle_io_priority = true;
   return plan;
 }
 
@@ -45,7 +46,6 @@ Plan MakeFullPlan(const DiskProbeConfig& config, const FullRunOptions* given,
   static const FullRunOptions kDefaults;
   const FullRunOptions& options = given != nullptr ? *given : kDefaults;
   Plan plan = FromConfig(config);
-  plan.full = true;
   plan.method = options.method;
   plan.directories =
       !options.directories.empty() ? options.directories : ConfiguredDirectories(config, state_directory);

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,13 +14,11 @@
 
 namespace hostperf::probes::disk {
 
-// Everything a run uses, resolved from the config and the full-run options.
+// Everything a run uses, resolved by its face: from the config alone (the
+// scheduled burst) or from the config and the full-run options. What the
+// faces do differently around it (the byte budget, skipping or failing a
+// directory without room, the run's length) is their own code.
 struct Plan {
-  // A full run (a reference tool's): time-driven tests with a table row
-  // every log interval, normal I/O priority, no byte budget. Else the
-  // scheduled burst: one pass of each test at idle I/O priority, within the
-  // hourly byte budget, skipping a directory without room.
-  bool full = false;
   FullRunMethod method = FullRunMethod::kVioperf;
   bool data_size_given = false;
   std::vector<std::string> directories;
@@ -31,14 +30,17 @@ struct Plan {
   bool direct_io = true;
   bool crc = true;
   bool preserve_files = false;
-  bool verbose = false;  // --debug
+  bool verbose = false;           // --debug
+  bool idle_io_priority = false;  // the scheduled burst's: below every other I/O
   std::string hdfs_ca_file;
   double member_slow_ratio = 2.0;
   bool attribute_members = true;
   // The configuration generation the run started under (DiskMetrics).
   std::uint64_t generation = 0;
   std::chrono::steady_clock::duration duration{0};
-  std::chrono::steady_clock::duration log_interval{0};
+  // A table row every log interval while a test runs; none: one row at the
+  // end of each test only (the scheduled burst).
+  std::optional<std::chrono::steady_clock::duration> log_interval;
 };
 
 // The default directory: <state_directory>/disk.
