@@ -55,9 +55,8 @@ using TestRunner = std::function<Result<void>(DiskTest test, std::chrono::steady
 // Runs `tests` in order through `run_test`, one table row per log interval
 // (when the plan has one) and one at the end of each; stops at the first
 // I/O error or when the run should stop. Publishes each test's figures and
-// calls the after_test seam; writes the
-// per-test summaries and the verify error count into `dir_json` and adds
-// the latter to `verify_errors`.
+// calls the after_test seam; writes the per-test summaries and the verify
+// error count into `dir_json` and adds the latter to `verify_errors`.
 Result<void> RunTests(RunScope& run, const Feedback& feedback, const std::string& path, std::span<const DiskTest> tests,
                       const TestRunner& run_test, nlohmann::json& dir_json, std::uint64_t& verify_errors);
 
