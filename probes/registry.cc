@@ -86,13 +86,26 @@ Result<std::shared_ptr<const ProbeOptions>> ParseProbeOptions(std::string_view p
   return parsed;
 }
 
-RunContext MakeRunContext(const config::Config& config, std::string_view probe, RunMode mode) {
-  RunContext context;
-  context.mode = mode;
+namespace {
+
+void FillRunContext(const config::Config& config, std::string_view probe, RunContext& context) {
   const config::ProbeConfig& section = config.Section(probe);
   context.settings = section.settings;
   context.schedule = section.schedule;
   context.budget_limits = config.budget;
+}
+
+}  // namespace
+
+ScheduledContext MakeScheduledContext(const config::Config& config, std::string_view probe) {
+  ScheduledContext context;
+  FillRunContext(config, probe, context);
+  return context;
+}
+
+FullRunContext MakeFullRunContext(const config::Config& config, std::string_view probe) {
+  FullRunContext context;
+  FillRunContext(config, probe, context);
   return context;
 }
 

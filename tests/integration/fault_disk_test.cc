@@ -456,8 +456,8 @@ bool CorruptWrittenBlock(const std::string& path, std::size_t block_size) {
 }
 
 // A real run of the disk probe (O_DIRECT on ext4) whose block is altered on
-// disk between the Write test and the read-back: RunContext::on_progress
-// reports each test as it ends, the seam where the test steps in.
+// disk between the Write test and the read-back: the probe's after_test seam
+// is where the test steps in.
 TEST(DiskFault, BlockCorruptedOnDiskBetweenWriteAndReadBack) {
   TempDir dir;
   MOUNT_LOOP_OR_SKIP(loop, dir);
@@ -469,7 +469,16 @@ TEST(DiskFault, BlockCorruptedOnDiskBetweenWriteAndReadBack) {
   probes::ProbeDeps deps;
   deps.registry = &registry;
   deps.state_directory = dir.path() + "/state";
-  const auto probe = probes::disk::CreateDiskProbe(deps);
+  bool corrupt = false;
+  std::vector<std::string> corrupted;
+  probes::disk::DiskProbeSeams seams;
+  seams.after_test = [&](const std::string&, std::string_view) {
+    if (!corrupt || !corrupted.empty()) return;
+    for (const auto& file : ScratchFilesUnder(data)) {
+      if (CorruptWrittenBlock(file, kBlock)) corrupted.push_back(file);
+    }
+  };
+  const auto probe = probes::disk::CreateDiskProbe(deps, std::move(seams));
   auto config = probes::DefaultConfig();
   auto& disk = config.EditSettings<probes::disk::DiskProbeConfig>();
   disk.directories = {data};
@@ -477,17 +486,11 @@ TEST(DiskFault, BlockCorruptedOnDiskBetweenWriteAndReadBack) {
   disk.max_buffer_size = kBlock;
   disk.reserve = 1024;
   std::atomic<bool> cancel{false};
-  std::vector<std::string> corrupted;
-  const auto run = [&](bool corrupt) {
-    probes::RunContext ctx = probes::MakeRunContext(config, "disk", probes::RunMode::kScheduled);
+  const auto run = [&](bool corrupt_this_run) {
+    corrupt = corrupt_this_run;
+    probes::ScheduledContext ctx = probes::MakeScheduledContext(config, "disk");
     ctx.cancel = &cancel;
-    ctx.on_progress = [&](const probes::Progress&) {
-      if (!corrupt || !corrupted.empty()) return;
-      for (const auto& file : ScratchFilesUnder(data)) {
-        if (CorruptWrittenBlock(file, kBlock)) corrupted.push_back(file);
-      }
-    };
-    return probe->Run(ctx);
+    return probe->RunScheduled(ctx);
   };
   const std::string verify_errors = "hostperf_disk_verify_errors_total{directory=\"" + data + "\"}";
   const auto exposition = [&] { return prometheus::TextSerializer().Serialize(registry.Collect()); };

@@ -67,7 +67,9 @@ class BudgetProbe final : public Probe {
   double disk_limit = 0;
 
  protected:
-  ProbeOutcome Measure(const RunContext& context) override {
+  ProbeOutcome MeasureScheduled(const ScheduledContext& context) override { return Record(context); }
+  ProbeOutcome MeasureFull(const FullRunContext& context) override { return Record(context); }
+  ProbeOutcome Record(const RunContext& context) {
     seen = context.budget;
     disk_limit = context.budget->Limit(BudgetResource::kDiskBytes);
     return ProbeOutcome::Success({});
@@ -76,14 +78,14 @@ class BudgetProbe final : public Probe {
 
 TEST_F(ImpactBudgetTest, RunUsesTheSchedulersBudgetAndElseLendsOneWithTheConfigLimits) {
   BudgetProbe probe;
-  RunContext context;
+  ScheduledContext context;
   context.budget_limits.disk_bytes_per_hour = 1234;
-  probe.Run(context);
+  probe.RunScheduled(context);
   ASSERT_NE(probe.seen, nullptr);
   EXPECT_NE(probe.seen, &budget_);
   EXPECT_EQ(probe.disk_limit, 1234);
   context.budget = &budget_;
-  probe.Run(context);
+  probe.RunScheduled(context);
   EXPECT_EQ(probe.seen, &budget_);
 }
 

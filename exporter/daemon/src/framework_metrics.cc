@@ -11,10 +11,10 @@ prometheus::Labels ReasonLabels(std::string_view probe, std::string_view reason)
   return {{"probe", std::string(probe)}, {"reason", std::string(reason)}};
 }
 
-// Scheduler: a run past its timeout; Probe::Run: an exception at the probe
+// Scheduler: a run past its timeout; the Probe: an exception at the probe
 // boundary.
 constexpr std::string_view kFailureReasons[] = {"timeout", "internal_error"};
-// Scheduler: paused or cancelled for a full run; Probe::Run: a run already in
+// Scheduler: paused or cancelled for a full run; the Probe: a run already in
 // progress; impact gate: the CPU budget spent, or the host under pressure.
 constexpr std::string_view kSkipReasons[] = {"full_run_active", "busy", "budget_exhausted", "host_busy"};
 

@@ -165,8 +165,7 @@ void Scheduler::Skipped(Entry& entry, std::string_view reason, steady_clock::tim
 
 probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::ProbeSchedule& schedule,
                                         std::shared_ptr<const config::Config> config) {
-  probes::RunContext context;
-  context.mode = probes::RunMode::kScheduled;
+  probes::ScheduledContext context;
   context.cancel = &cancel_;
   if (const auto section = config->probes.find(probe.Name()); section != config->probes.end()) {
     context.settings = section->second.settings;
@@ -177,9 +176,9 @@ probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::Prob
   const auto deadline = steady_clock::now() + schedule.timeout;
   context.deadline = deadline;
 
-  // Probe::Run never throws: it is the probe boundary.
-  auto task =
-      std::make_shared<std::packaged_task<probes::ProbeOutcome()>>([&probe, context] { return probe.Run(context); });
+  // Probe::RunScheduled never throws: it is the probe boundary.
+  auto task = std::make_shared<std::packaged_task<probes::ProbeOutcome()>>(
+      [&probe, context] { return probe.RunScheduled(context); });
   std::future<probes::ProbeOutcome> result = task->get_future();
   std::thread worker([task] {
     // The budget is charged with this thread's CPU time (and that of the

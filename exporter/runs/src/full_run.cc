@@ -73,10 +73,10 @@ Result<FullRunRequest> ParseFullRunRequest(const json& body, std::optional<std::
   return R(std::move(request));
 }
 
-probes::RunContext MakeFullRunContext(const config::Config& config, std::string_view probe,
-                                      std::shared_ptr<const probes::ProbeOptions> options,
-                                      const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
-  probes::RunContext context = probes::MakeRunContext(config, probe, probes::RunMode::kFull);
+probes::FullRunContext FullRunContextFor(const config::Config& config, std::string_view probe,
+                                         std::shared_ptr<const probes::ProbeOptions> options,
+                                         const std::atomic<bool>* cancel, FullRunCallbacks callbacks) {
+  probes::FullRunContext context = probes::MakeFullRunContext(config, probe);
   context.deadline = callbacks.deadline;
   context.cancel = cancel;
   context.options = std::move(options);
@@ -89,7 +89,7 @@ probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& co
                                   std::shared_ptr<const probes::ProbeOptions> options, const std::atomic<bool>* cancel,
                                   FullRunCallbacks callbacks) {
   try {
-    return probe.Run(MakeFullRunContext(config, probe.Name(), std::move(options), cancel, std::move(callbacks)));
+    return probe.RunFull(FullRunContextFor(config, probe.Name(), std::move(options), cancel, std::move(callbacks)));
   } catch (const std::exception& e) {  // a config without the probe's section
     return probes::ProbeOutcome::Failure("internal_error", e.what());
   }

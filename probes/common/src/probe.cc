@@ -7,8 +7,6 @@
 
 namespace hostperf::probes {
 
-std::string_view ToString(RunMode mode) { return mode == RunMode::kFull ? "full" : "scheduled"; }
-
 ProbeOutcome ProbeOutcome::Success(nlohmann::json result) {
   ProbeOutcome outcome;
   outcome.result = std::move(result);
@@ -36,23 +34,28 @@ ProbeOutcome ProbeOutcome::Skipped(std::string reason, std::string message) {
   return outcome;
 }
 
-ProbeOutcome Probe::Run(const RunContext& context) {
+template <typename Context>
+ProbeOutcome Probe::Guarded(const Context& context, ProbeOutcome (Probe::*measure)(const Context&)) {
   std::unique_lock lock(run_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) {
     return ProbeOutcome::Skipped("busy", "another " + std::string(Name()) + " run is in progress");
   }
   try {
-    if (context.budget != nullptr) return Measure(context);
+    if (context.budget != nullptr) return (this->*measure)(context);
     own_budget_.SetLimits(context.budget_limits);
-    RunContext lent = context;
+    Context lent = context;
     lent.budget = &own_budget_;
-    return Measure(lent);
+    return (this->*measure)(lent);
   } catch (const std::exception& e) {
     return ProbeOutcome::Failure("internal_error", e.what());
   } catch (...) {
     return ProbeOutcome::Failure("internal_error", "unknown exception");
   }
 }
+
+ProbeOutcome Probe::RunScheduled(const ScheduledContext& context) { return Guarded(context, &Probe::MeasureScheduled); }
+
+ProbeOutcome Probe::RunFull(const FullRunContext& context) { return Guarded(context, &Probe::MeasureFull); }
 
 Result<std::chrono::nanoseconds> ParseDurationOption(const nlohmann::json& value) {
   using R = Result<std::chrono::nanoseconds>;

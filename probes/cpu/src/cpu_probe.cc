@@ -25,6 +25,8 @@
 #include "hostperf/probes/cpu/throttle.h"
 #include "hostperf/probes/cpu/workload.h"
 #include "hostperf/probes/host_facts.h"
+#include "run_result.h"
+#include "series_set.h"
 
 namespace hostperf::probes::cpu {
 
@@ -50,194 +52,7 @@ auto& RegisterFamily(Builder builder, const char* name, const char* help, promet
   return builder.Name(name).Help(help).Register(registry);
 }
 
-json OptionalJson(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
-
 std::string StopReason(const RunContext& ctx) { return ctx.Cancelled() ? "cancelled" : "timeout"; }
-
-// The series of one family that the last publication touched; Sweep removes
-// the others (a CPU gone offline, an info label that changed), so that no
-// stale or zero series stays behind.
-template <typename Metric>
-class SeriesSet {
- public:
-  explicit SeriesSet(prometheus::Family<Metric>& family) : family_(family) {}
-
-  Metric& Get(const prometheus::Labels& labels) {
-    auto [it, inserted] = series_.try_emplace(labels, nullptr);
-    if (inserted) it->second = &family_.Add(labels);
-    touched_.insert(labels);
-    return *it->second;
-  }
-
-  void Sweep() {
-    for (auto it = series_.begin(); it != series_.end();) {
-      if (touched_.count(it->first) != 0) {
-        ++it;
-        continue;
-      }
-      family_.Remove(it->second);  // drop our pointer with it
-      kernel_counts_.erase(it->first);
-      it = series_.erase(it);
-    }
-    touched_.clear();
-  }
-
-  // A counter that follows a cumulative kernel count: it rises by what the
-  // kernel's count rose (all of it on first sight or after a reset).
-  void Follow(const prometheus::Labels& labels, std::uint64_t kernel_count) {
-    Metric& counter = Get(labels);
-    const auto last = kernel_counts_.find(labels);
-    const std::uint64_t rise =
-        last == kernel_counts_.end() || kernel_count < last->second ? kernel_count : kernel_count - last->second;
-    if (rise > 0) counter.Increment(static_cast<double>(rise));
-    kernel_counts_[labels] = kernel_count;
-  }
-
- private:
-  prometheus::Family<Metric>& family_;
-  std::map<prometheus::Labels, Metric*> series_;
-  std::set<prometheus::Labels> touched_;
-  std::map<prometheus::Labels, std::uint64_t> kernel_counts_;
-};
-
-// One scheduled run's per-core part: the rotation, its one pinned
-// measurement, every core's standing and what the kernel shows.
-struct CoreRun {
-  RotationSet rotation;
-  std::optional<int> measured_cpu;
-  std::optional<double> measured_median_seconds;
-  std::string pin_error;  // why the pinned measurement failed, if it did
-  std::vector<CoreStat> stats;
-  PowerFacts power;
-  std::uint32_t min_samples = 0;
-  double outlier_ratio = 0;
-
-  // Scheduled runs until a core that turned slow is named: every core of the
-  // rotation visited min_samples times.
-  std::size_t RunsToName() const { return rotation.cpus.size() * min_samples; }
-};
-
-json CoresJson(const CoreRun& cores) {
-  json per_core = json::array();
-  const CoreStat* slowest = nullptr;
-  for (const CoreStat& stat : cores.stats) {
-    per_core.push_back({{"cpu", stat.cpu},
-                        {"samples", stat.samples},
-                        {"median_seconds", OptionalJson(stat.median_seconds)},
-                        {"ratio", OptionalJson(stat.ratio)},
-                        {"outlier", stat.outlier}});
-    if (stat.ratio && (slowest == nullptr || *stat.ratio > *slowest->ratio)) slowest = &stat;
-  }
-  json power = {{"driver", cores.power.driver},
-                {"governor", cores.power.governor},
-                {"energy_performance_preference", cores.power.energy_performance_preference},
-                {"pstate_status", cores.power.pstate_status},
-                {"governor_differs", cores.power.governor_differs},
-                {"energy_performance_preference_differs", cores.power.epp_differs}};
-  return {
-      {"rotation_cpus", cores.rotation.cpus.size()},
-      {"outside_affinity", cores.rotation.outside_affinity},
-      {"over_max_cores", cores.rotation.over_max_cores},
-      {"measured_cpu", cores.measured_cpu ? json(*cores.measured_cpu) : json(nullptr)},
-      {"measured_median_seconds", OptionalJson(cores.measured_median_seconds)},
-      {"pin_error", cores.pin_error.empty() ? json(nullptr) : json(cores.pin_error)},
-      {"min_samples", cores.min_samples},
-      {"outlier_ratio", cores.outlier_ratio},
-      {"runs_to_name", cores.RunsToName()},
-      {"per_core", std::move(per_core)},
-      {"slowest", slowest ? json{{"cpu", slowest->cpu}, {"ratio", *slowest->ratio}, {"outlier", slowest->outlier}}
-                          : json(nullptr)},
-      {"power", std::move(power)},
-  };
-}
-
-// What one run measured, for the JSON result and the metrics.
-struct RunData {
-  RunMode mode = RunMode::kScheduled;
-  WorkloadResult workload;
-  std::optional<ThrottleResult> throttle;
-  Baseline baseline;
-  std::uint32_t samples_per_load = 0;
-  std::optional<CoreRun> cores;  // scheduled runs
-
-  // The baseline scaled to this run's chunk count (full runs are longer).
-  std::optional<double> ExpectedSeconds() const {
-    if (!baseline.seconds) return std::nullopt;
-    return *baseline.seconds * static_cast<double>(workload.chunks_requested) / static_cast<double>(kScheduledChunks);
-  }
-  std::optional<double> BaselineRatio() const {
-    const auto expected = ExpectedSeconds();
-    if (!expected || *expected <= 0) return std::nullopt;
-    return Seconds(workload.cpu_time).count() / *expected;
-  }
-};
-
-// A full run's CPU time from any run's (the workload is chunks of equal work).
-double FullRunSeconds(const RunData& run) {
-  if (run.workload.chunks_requested == 0) return 0;
-  return Seconds(run.workload.cpu_time).count() * static_cast<double>(kFullChunks) /
-         static_cast<double>(run.workload.chunks_requested);
-}
-
-// The configured reference machines' times for this binary, scaled to this
-// run's length; entries recorded with other binaries are not comparable
-// (vcpuperf's guidance) and only counted.
-json ReferenceTimes(const RunData& run, const CpuProbeConfig& config) {
-  json matching = json::array();
-  std::size_t other_binaries = 0;
-  for (const ReferenceTime& reference : config.reference_times) {
-    if (reference.fingerprint != build_info::kFingerprint) {
-      ++other_binaries;
-      continue;
-    }
-    const double expected =
-        reference.seconds * static_cast<double>(run.workload.chunks_requested) / static_cast<double>(kFullChunks);
-    const double cpu = Seconds(run.workload.cpu_time).count();
-    matching.push_back({{"cpu", reference.cpu},
-                        {"expected_seconds", expected},
-                        {"ratio", expected > 0 ? json(cpu / expected) : json(nullptr)}});
-  }
-  return {{"matching", std::move(matching)}, {"other_binaries", other_binaries}};
-}
-
-json ToJson(const RunData& run, const CpuProbeConfig& config, const std::string& cpu_model,
-            const std::filesystem::path& baseline_file) {
-  const auto throttle_field = [&](double ThrottleResult::*field) {
-    return run.throttle ? json((*run.throttle).*field) : json(nullptr);
-  };
-  return {
-      {"mode", ToString(run.mode)},
-      {"fingerprint", build_info::kFingerprint},
-      {"compiler", build_info::kCompiler},
-      {"compiler_version", build_info::kCompilerVersion},
-      {"build_flags", build_info::kBuildFlags},
-      {"chunks", run.workload.chunks_requested},
-      {"checksum", fmt::format("{:016x}", run.workload.checksum)},
-      {"checksum_ok", run.workload.valid},
-      {"cpu_seconds", Seconds(run.workload.cpu_time).count()},
-      {"real_seconds", Seconds(run.workload.real_time).count()},
-      {"expected_seconds", OptionalJson(run.ExpectedSeconds())},
-      {"baseline_ratio", OptionalJson(run.BaselineRatio())},
-      {"baseline_source",
-       run.baseline.seconds ? json(run.baseline.from_config ? "config" : "calibrated") : json(nullptr)},
-      {"calibration_samples", run.baseline.samples},
-      {"calibration_runs", run.baseline.samples_needed},
-      {"high_load_median_seconds", throttle_field(&ThrottleResult::high_median_seconds)},
-      {"low_load_median_seconds", throttle_field(&ThrottleResult::low_median_seconds)},
-      {"throttle_ratio", throttle_field(&ThrottleResult::ratio)},
-      {"samples_per_load", run.samples_per_load},
-      {"cpu_model", cpu_model},
-      {"baseline_file", baseline_file.string()},
-      {"reference_times", ReferenceTimes(run, config)},
-      // What an operator copies into probes.cpu.reference_times from a
-      // reference machine (only a complete, verified workload is one).
-      {"reference_time",
-       run.workload.complete && run.workload.valid
-           ? json{{"cpu", cpu_model}, {"fingerprint", build_info::kFingerprint}, {"seconds", FullRunSeconds(run)}}
-           : json(nullptr)},
-      {"cores", run.cores ? CoresJson(*run.cores) : json(nullptr)},
-  };
-}
 
 class CpuProbe final : public Probe {
  public:
@@ -339,53 +154,75 @@ class CpuProbe final : public Probe {
   std::string_view Name() const override { return "cpu"; }
 
  private:
-  ProbeOutcome Measure(const RunContext& ctx) override {
+  // The short workload, the throttle test and one core of the rotation;
+  // calibrates the binary's baseline and publishes everything.
+  ProbeOutcome MeasureScheduled(const ScheduledContext& ctx) override {
     const auto& config = ctx.Settings<CpuProbeConfig>();
-    const bool full = ctx.mode == RunMode::kFull;
+    RunData run;
+    if (auto stopped = MeasureWorkload(ctx, kScheduledChunks, run)) return *std::move(stopped);
+    const ThrottleOptions options = ThrottleFor(config, config.throttle_samples, 0);
+    if (auto stopped = MeasureThrottle(ctx, options, run)) return *std::move(stopped);
+    run.cores = MeasureCores(ctx, options);
+    if (ctx.ShouldStop()) return Stopped(ctx, run, "per-core measurement");
+    // Only scheduled runs are alike enough to calibrate on.
+    run.baseline =
+        baselines_.AddCalibrationSample(build_info::kFingerprint, Seconds(run.workload.cpu_time).count(), config);
+    Publish(run);
+    return ProbeOutcome::Success(ToJson(run, config, cpu_model_, baselines_.path()));
+  }
+
+  // vcpuperf: the full-length workload, then the throttle test with every
+  // other CPU kept busy (high load simulated on all cores).
+  ProbeOutcome MeasureFull(const FullRunContext& ctx) override {
+    const auto& config = ctx.Settings<CpuProbeConfig>();
     const auto started = std::chrono::steady_clock::now();
     const auto progress = [&](const char* test) {
-      if (ctx.on_progress) ctx.on_progress({test, std::chrono::steady_clock::now() - started, {}});
+      ctx.ReportProgress({test, std::chrono::steady_clock::now() - started, {}});
     };
-
     RunData run;
-    run.mode = ctx.mode;
+    run.full = true;
     progress("workload");
-    run.workload = seams_.run_workload(full ? kFullChunks : kScheduledChunks, ctx);
-    run.baseline = baselines_.Get(build_info::kFingerprint, config);
-    if (!run.workload.complete) return Stopped(ctx, run, "workload");
-    if (!run.workload.valid) {
-      workload_errors_.Increment();
-      const auto expected = ExpectedChecksum(run.workload.chunks_requested).value_or(0);
-      return ProbeOutcome::Failure(
-          "checksum_mismatch",
-          fmt::format("CPU workload checksum {:016x}, expected {:016x}: the CPU computed a wrong result",
-                      run.workload.checksum, expected),
-          ToJson(run, config, cpu_model_, baselines_.path()));
-    }
-
+    if (auto stopped = MeasureWorkload(ctx, kFullChunks, run)) return *std::move(stopped);
     progress("throttle");
-    ThrottleOptions options;
-    options.samples_per_load = full ? kFullThrottleSamples : config.throttle_samples;
-    options.high_load_spin = config.high_load_spin;
-    options.low_load_gap = config.low_load_gap;
-    options.spinner_threads = full ? std::max(0, ReadCpuTopology(roots_).logical_cpus - 1) : 0;
-    run.samples_per_load = options.samples_per_load;
-    run.throttle = RunThrottleTest(options, ctx);
-    if (!run.throttle->complete) return Stopped(ctx, run, "throttle test");
-
-    if (!full) {
-      progress("cores");
-      run.cores = MeasureCores(ctx, options);
-      if (ctx.ShouldStop()) return Stopped(ctx, run, "per-core measurement");
-    }
-
-    // Only scheduled runs are alike enough to calibrate on.
-    if (!full) {
-      run.baseline =
-          baselines_.AddCalibrationSample(build_info::kFingerprint, Seconds(run.workload.cpu_time).count(), config);
+    const int spinners = std::max(0, ReadCpuTopology(roots_).logical_cpus - 1);
+    if (auto stopped = MeasureThrottle(ctx, ThrottleFor(config, kFullThrottleSamples, spinners), run)) {
+      return *std::move(stopped);
     }
     Publish(run);
     return ProbeOutcome::Success(ToJson(run, config, cpu_model_, baselines_.path()));
+  }
+
+  static ThrottleOptions ThrottleFor(const CpuProbeConfig& config, std::uint32_t samples, int spinners) {
+    ThrottleOptions options;
+    options.samples_per_load = samples;
+    options.high_load_spin = config.high_load_spin;
+    options.low_load_gap = config.low_load_gap;
+    options.spinner_threads = spinners;
+    return options;
+  }
+
+  // The checksum-verified workload; an outcome when the run ends here.
+  std::optional<ProbeOutcome> MeasureWorkload(const RunContext& ctx, std::uint64_t chunks, RunData& run) {
+    const auto& config = ctx.Settings<CpuProbeConfig>();
+    run.workload = seams_.run_workload(chunks, ctx);
+    run.baseline = baselines_.Get(build_info::kFingerprint, config);
+    if (!run.workload.complete) return Stopped(ctx, run, "workload");
+    if (run.workload.valid) return std::nullopt;
+    workload_errors_.Increment();
+    const auto expected = ExpectedChecksum(run.workload.chunks_requested).value_or(0);
+    return ProbeOutcome::Failure(
+        "checksum_mismatch",
+        fmt::format("CPU workload checksum {:016x}, expected {:016x}: the CPU computed a wrong result",
+                    run.workload.checksum, expected),
+        ToJson(run, config, cpu_model_, baselines_.path()));
+  }
+
+  // The high- and low-load task timings; an outcome when the run ends here.
+  std::optional<ProbeOutcome> MeasureThrottle(const RunContext& ctx, const ThrottleOptions& options, RunData& run) {
+    run.samples_per_load = options.samples_per_load;
+    run.throttle = RunThrottleTest(options, ctx);
+    if (!run.throttle->complete) return Stopped(ctx, run, "throttle test");
+    return std::nullopt;
   }
 
   // The rotation's one pinned measurement, then every core's standing and the
@@ -494,7 +331,7 @@ class CpuProbe final : public Probe {
   }
 
   void Publish(const RunData& run) {
-    const prometheus::Labels mode = {{"mode", std::string(ToString(run.mode))}};
+    const prometheus::Labels mode = {{"mode", run.full ? "full" : "scheduled"}};
     workload_cpu_.Add(mode).Set(Seconds(run.workload.cpu_time).count());
     workload_real_.Add(mode).Set(Seconds(run.workload.real_time).count());
     calibration_samples_.Set(static_cast<double>(run.baseline.samples));
@@ -503,7 +340,7 @@ class CpuProbe final : public Probe {
     }
     // Task timings, medians and ratios describe the scheduled variant only, so
     // that an on-demand full run (all cores loaded) does not skew their series.
-    if (run.mode != RunMode::kScheduled) return;
+    if (run.full) return;
     if (const auto ratio = run.BaselineRatio()) baseline_ratio_.Add({}).Set(*ratio);
     const ThrottleResult& throttle = *run.throttle;
     for (const double seconds : throttle.high_seconds) task_high_.Observe(seconds);

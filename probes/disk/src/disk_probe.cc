@@ -233,8 +233,9 @@ std::uint64_t NewRunId() {
 
 class DiskProbe final : public Probe {
  public:
-  explicit DiskProbe(const ProbeDeps& deps)
-      : roots_(deps.roots),
+  DiskProbe(const ProbeDeps& deps, DiskProbeSeams seams)
+      : seams_(std::move(seams)),
+        roots_(deps.roots),
         state_directory_(deps.state_directory),
         registry_handle_(RegistryFor(deps)),
         registry_(*registry_handle_),
@@ -444,7 +445,7 @@ class DiskProbe final : public Probe {
 
   // What each member did during the run: into the result, the metrics and,
   // for a member well above its siblings, a finding.
-  void RecordMembers(const RunContext& ctx, const Plan& plan, const std::string& path, const MemberSampler& sampler,
+  void RecordMembers(const FullRunContext& ctx, const Plan& plan, const std::string& path, const MemberSampler& sampler,
                      json& dir_json) {
     const auto activity = sampler.End();
     const DirectoryStack& stack = sampler.stack();
@@ -560,10 +561,10 @@ class DiskProbe final : public Probe {
     return config.directories.empty() ? std::vector<std::string>{DefaultDirectory()} : config.directories;
   }
 
-  Plan MakePlan(const RunContext& ctx) const {
+  Plan MakePlan(const FullRunContext& ctx, bool full) const {
     const auto& config = ctx.Settings<DiskProbeConfig>();
     Plan plan;
-    plan.full = ctx.mode == RunMode::kFull;
+    plan.full = full;
     static const FullRunOptions kDefaults;
     const FullRunOptions* given = plan.full ? ctx.Options<FullRunOptions>() : nullptr;
     const FullRunOptions& options = given != nullptr ? *given : kDefaults;
@@ -597,8 +598,17 @@ class DiskProbe final : public Probe {
     return plan;
   }
 
-  ProbeOutcome Measure(const RunContext& ctx) override {
-    const Plan plan = MakePlan(ctx);
+  // Both faces share the directory run; a scheduled run has no options and
+  // no callbacks.
+  ProbeOutcome MeasureScheduled(const ScheduledContext& ctx) override {
+    FullRunContext without_callbacks;
+    static_cast<RunContext&>(without_callbacks) = ctx;
+    return Measure(without_callbacks, /*full=*/false);
+  }
+  ProbeOutcome MeasureFull(const FullRunContext& ctx) override { return Measure(ctx, /*full=*/true); }
+
+  ProbeOutcome Measure(const FullRunContext& ctx, bool full) {
+    const Plan plan = MakePlan(ctx, full);
     if (plan.method == FullRunMethod::kGpcheckperf) return MeasureAllAtOnce(ctx, plan);
     const auto topology = ReadCpuTopology(roots_);
     const int cores = std::max(1, topology.physical_cores);
@@ -606,7 +616,7 @@ class DiskProbe final : public Probe {
     const auto end = plan.full ? std::min(ctx.deadline, start + plan.duration) : start;
 
     json result = {
-        {"mode", ToString(ctx.mode)},
+        {"mode", plan.full ? "full" : "scheduled"},
         {"physical_cores", cores},
         {"logical_cpus", topology.logical_cpus},
         {"thread_count", plan.threads},
@@ -655,9 +665,9 @@ class DiskProbe final : public Probe {
   // per directory, all at once. Each pass is timed from its first start to
   // its last end, so the host's figure is its directories' combined
   // bandwidth; every directory's own interval is in the result.
-  ProbeOutcome MeasureAllAtOnce(const RunContext& ctx, const Plan& plan) {
+  ProbeOutcome MeasureAllAtOnce(const FullRunContext& ctx, const Plan& plan) {
     const auto start = Clock::now();
-    json result = {{"mode", ToString(ctx.mode)},
+    json result = {{"mode", plan.full ? "full" : "scheduled"},
                    {"method", "gpcheckperf"},
                    {"direct_io", plan.direct_io},
                    {"directories", json::array()}};
@@ -882,12 +892,12 @@ class DiskProbe final : public Probe {
     }
   };
 
-  static Failure Stopped(const RunContext& ctx, const std::string& where) {
+  static Failure Stopped(const FullRunContext& ctx, const std::string& where) {
     return {ctx.Cancelled() ? "cancelled" : "timeout",
             std::string("disk run ") + (ctx.Cancelled() ? "cancelled" : "timed out") + where};
   }
 
-  DirectoryOutcome RunDirectory(const RunContext& ctx, const Plan& plan, const std::string& path, int cores,
+  DirectoryOutcome RunDirectory(const FullRunContext& ctx, const Plan& plan, const std::string& path, int cores,
                                 TimeShare& share, json& dir_json, json& result) {
     auto opened = OpenDirectory(plan, path, dir_json);
     if (!opened.ok()) return Failed(opened.failure());
@@ -930,7 +940,7 @@ class DiskProbe final : public Probe {
   // vioperf's HDFS test of one directory URL: Read and SkipRead over its
   // files of 10 MB or more, one file per thread at least, through WebHDFS.
   // Nothing is written, so neither room nor the byte budget is checked.
-  DirectoryOutcome RunHdfsDirectory(const RunContext& ctx, const Plan& plan, const std::string& url, int cores,
+  DirectoryOutcome RunHdfsDirectory(const FullRunContext& ctx, const Plan& plan, const std::string& url, int cores,
                                     TimeShare& share, json& dir_json, json& result) {
     if (!plan.full) {
       return Failed({"bad_options", "\"" + url + "\": HDFS directories are read by full runs only"});
@@ -1027,7 +1037,7 @@ class DiskProbe final : public Probe {
 
   // The free-space guard (data plus the reserve) and, for scheduled runs, the
   // hourly byte budget.
-  Result<void> CheckRoom(const RunContext& ctx, const Plan& plan, const TestDirectory& dir, const std::string& path,
+  Result<void> CheckRoom(const FullRunContext& ctx, const Plan& plan, const TestDirectory& dir, const std::string& path,
                          std::uint64_t total) {
     const std::uint64_t free = dir.FreeBytes();
     if (free < total + plan.reserve) {
@@ -1044,9 +1054,9 @@ class DiskProbe final : public Probe {
   // stops at the first I/O error. Writes the per-test summaries and the
   // verify error count into `dir_json`.
   template <typename AnyWorkload, std::size_t N>
-  Result<void> RunTests(const RunContext& ctx, const Plan& plan, const std::string& path, int cores, TimeShare& share,
-                        const std::array<DiskTest, N>& tests_to_run, AnyWorkload& workload, json& dir_json,
-                        json& result, std::uint64_t& verify_errors) {
+  Result<void> RunTests(const FullRunContext& ctx, const Plan& plan, const std::string& path, int cores,
+                        TimeShare& share, const std::array<DiskTest, N>& tests_to_run, AnyWorkload& workload,
+                        json& dir_json, json& result, std::uint64_t& verify_errors) {
     const prometheus::Labels dir_label = {{"directory", path}};
     std::atomic<bool> stop{false};
     Result<void> io;
@@ -1080,6 +1090,7 @@ class DiskProbe final : public Probe {
       tests.push_back(summary);
       verify_errors += counters.verify_errors.load();
       Publish(plan, dir_label, test, summary, latencies, counters);
+      if (seams_.after_test) seams_.after_test(path, TestName(test));
       if (!io.ok() || ctx.ShouldStop()) break;
     }
     dir_json["tests"] = std::move(tests);
@@ -1088,7 +1099,7 @@ class DiskProbe final : public Probe {
   }
 
   // Refuses a scheduled run whose planned writes would exceed the hourly disk budget.
-  Result<void> ChargeBudget(const RunContext& ctx, std::uint64_t bytes) {
+  Result<void> ChargeBudget(const FullRunContext& ctx, std::uint64_t bytes) {
     if (auto over = ctx.budget->TrySpend(BudgetResource::kDiskBytes, static_cast<double>(bytes))) {
       return Failure{"budget_exhausted", "writing " + *over};
     }
@@ -1131,6 +1142,7 @@ class DiskProbe final : public Probe {
     return true;
   }
 
+  DiskProbeSeams seams_;
   SystemRoots roots_;
   std::filesystem::path state_directory_;
   std::shared_ptr<prometheus::Registry> registry_handle_;  // RegistryFor(deps)
@@ -1163,6 +1175,10 @@ class DiskProbe final : public Probe {
 
 }  // namespace
 
-std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps) { return std::make_unique<DiskProbe>(deps); }
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps) { return CreateDiskProbe(deps, DiskProbeSeams{}); }
+
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps, DiskProbeSeams seams) {
+  return std::make_unique<DiskProbe>(deps, std::move(seams));
+}
 
 }  // namespace hostperf::probes::disk

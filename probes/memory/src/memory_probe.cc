@@ -69,7 +69,8 @@ json KernelJson(const KernelStats& stats) {
 }
 
 struct Plan {
-  RunMode mode = RunMode::kScheduled;
+  bool full = false;  // a full run (gpcheckperf stream), else a scheduled one
+  SizingInput input;
   Sizing sizing;
   std::uint64_t llc_bytes = 0;
   StreamOptions stream;
@@ -79,7 +80,7 @@ json ToJson(const Plan& plan, const StreamRun& run) {
   json kernels = json::array();
   for (const KernelStats& stats : run.kernels) kernels.push_back(KernelJson(stats));
   json result = {
-      {"mode", ToString(plan.mode)},
+      {"mode", plan.full ? "full" : "scheduled"},
       {"threads", plan.stream.threads},
       {"pinned_cpus", plan.stream.cpus},
       {"pinned_threads", run.pinned_threads},
@@ -130,45 +131,53 @@ class MemoryProbe final : public Probe {
   std::string_view Name() const override { return "memory"; }
 
  private:
-  Plan MakePlan(const RunContext& ctx) const {
-    const auto& config = ctx.Settings<MemoryProbeConfig>();
+  // One thread, arrays sized against the last-level cache within the
+  // memory budget, a few iterations.
+  ProbeOutcome MeasureScheduled(const ScheduledContext& ctx) override {
+    Plan plan = BasePlan(ctx);
+    plan.sizing = ScheduledSizing(plan.input);
+    plan.stream.iterations = kScheduledIterations;
+    plan.stream.threads = 1;
+    return Measure(ctx, Finish(std::move(plan)));
+  }
+
+  // gpcheckperf's stream: one thread per physical core, arrays at least 4x
+  // the last-level cache, unless the options say otherwise.
+  ProbeOutcome MeasureFull(const FullRunContext& ctx) override {
+    static const MemoryOptions kDefaults;
+    const MemoryOptions* options = ctx.Options<MemoryOptions>();
+    if (options == nullptr) options = &kDefaults;
+    Plan plan = BasePlan(ctx);
+    plan.full = true;
+    plan.input.memory_available = ReadMemAvailableBytes(roots_);
+    plan.sizing = options->array_elements ? SizingFor(*options->array_elements, plan.input) : FullSizing(plan.input);
+    plan.stream.iterations = options->iterations.value_or(kFullIterations);
+    std::vector<int> cpus = AllowedCpus(OneCpuPerPhysicalCore(roots_));
+    plan.stream.threads = options->threads.value_or(std::max<int>(1, static_cast<int>(cpus.size())));
+    if (cpus.size() >= static_cast<std::size_t>(plan.stream.threads)) {
+      cpus.resize(static_cast<std::size_t>(plan.stream.threads));
+      plan.stream.cpus = std::move(cpus);
+    }  // more threads than cores: the kernel places them
+    ctx.ReportProgress({"stream", {}, {}});
+    return Measure(ctx, Finish(std::move(plan)));
+  }
+
+  Plan BasePlan(const RunContext& ctx) const {
     Plan plan;
-    plan.mode = ctx.mode;
     plan.llc_bytes = ReadLastLevelCacheBytes(roots_);
-    SizingInput input;
-    input.llc_bytes = plan.llc_bytes;
-    input.packages = ReadCpuTopology(roots_).packages;
-    input.memory_budget = config.memory_budget;
-    if (ctx.mode == RunMode::kScheduled) {
-      plan.sizing = ScheduledSizing(input);
-      plan.stream.iterations = kScheduledIterations;
-      plan.stream.threads = 1;
-    } else {
-      static const MemoryOptions kDefaults;
-      const MemoryOptions* options = ctx.Options<MemoryOptions>();
-      if (options == nullptr) options = &kDefaults;
-      input.memory_available = ReadMemAvailableBytes(roots_);
-      plan.sizing = options->array_elements ? SizingFor(*options->array_elements, input) : FullSizing(input);
-      plan.stream.iterations = options->iterations.value_or(kFullIterations);
-      std::vector<int> cpus = AllowedCpus(OneCpuPerPhysicalCore(roots_));
-      plan.stream.threads = options->threads.value_or(std::max<int>(1, static_cast<int>(cpus.size())));
-      if (cpus.size() >= static_cast<std::size_t>(plan.stream.threads)) {
-        cpus.resize(static_cast<std::size_t>(plan.stream.threads));
-        plan.stream.cpus = std::move(cpus);
-      }  // more threads than cores: the kernel places them
-    }
+    plan.input.llc_bytes = plan.llc_bytes;
+    plan.input.packages = ReadCpuTopology(roots_).packages;
+    plan.input.memory_budget = ctx.Settings<MemoryProbeConfig>().memory_budget;
+    return plan;
+  }
+
+  Plan Finish(Plan plan) const {
     plan.stream.elements = std::max(plan.sizing.elements, static_cast<std::size_t>(plan.stream.threads));
     plan.stream.before_validation = seams_.before_validation;
     return plan;
   }
 
-  ProbeOutcome Measure(const RunContext& ctx) override {
-    const Plan plan = MakePlan(ctx);
-    if (ctx.on_progress) {
-      Progress progress;
-      progress.current_test = "stream";
-      ctx.on_progress(progress);
-    }
+  ProbeOutcome Measure(const RunContext& ctx, const Plan& plan) {
     const StreamRun run = RunStream(plan.stream, ctx);
     json result = ToJson(plan, run);
     if (!run.error_reason.empty()) return ProbeOutcome::Failure(run.error_reason, run.error, std::move(result));

@@ -207,7 +207,7 @@ json PeerInterfaceJson(const std::string& peer, InterfaceCache& cache, const Soc
 
 // One row of a full run as soon as it is known (the CLI prints it), tagged
 // with its table.
-void Report(const RunContext& ctx, std::string_view kind, const json& row) {
+void Report(const FullRunContext& ctx, std::string_view kind, const json& row) {
   if (!ctx.on_report) return;
   json entry = row;
   entry["kind"] = kind;
@@ -492,9 +492,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
  private:
-  ProbeOutcome Measure(const RunContext& ctx) override {
-    return ctx.mode == RunMode::kFull ? RunFull(ctx) : RunScheduled(ctx);
-  }
+  ProbeOutcome MeasureScheduled(const ScheduledContext& ctx) override { return RunScheduled(ctx); }
+  ProbeOutcome MeasureFull(const FullRunContext& ctx) override { return RunFull(ctx); }
 
   void ApplyResponderSettings(const NetProbeConfig& net) {
     std::lock_guard services_lock(services_mutex_);
@@ -1032,7 +1031,7 @@ class NetProbe final : public Probe, private ResponderObserver {
 
   // --- full --------------------------------------------------------------------
 
-  ProbeOutcome RunFull(const RunContext& ctx) {
+  ProbeOutcome RunFull(const FullRunContext& ctx) {
     NetProbeConfig net = ctx.Settings<NetProbeConfig>();
     static const NetOptions kDefaults;
     const NetOptions* given = ctx.Options<NetOptions>();
@@ -1136,8 +1135,8 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   // vnetperf's latency table: UDP ping-pong with every host at once.
-  json LatencyTable(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options, const Secret& secret,
-                    const Hosts& hosts, InterfaceCache& interfaces, json& findings) {
+  json LatencyTable(const FullRunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
+                    const Secret& secret, const Hosts& hosts, InterfaceCache& interfaces, json& findings) {
     std::vector<PeerTarget> targets;
     std::vector<std::vector<WatchedDevice>> paths;
     std::vector<WatchedDevice> watched;
@@ -1185,7 +1184,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   // rate, every host sends to all the others and receives from them at once
   // (vnetperf's test among hosts), then their average. With one host, a
   // session from this host to it.
-  json ThroughputLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
+  json ThroughputLadder(const FullRunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
                         const Secret& secret, const Hosts& hosts, const std::string& test, InterfaceCache& interfaces,
                         json& findings, const std::function<void(const std::string&, bool)>& progress) {
     if (hosts.size() >= 2) return AllToAllLadder(ctx, net, options, secret, hosts, test, findings, progress);
@@ -1221,7 +1220,7 @@ class NetProbe final : public Probe, private ResponderObserver {
 
   // The ladder among all hosts at once, coordinated through their
   // responders (plan.h); a host that fails is reported, the others go on.
-  static json AllToAllLadder(const RunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
+  static json AllToAllLadder(const FullRunContext& ctx, const NetProbeConfig& net, const NetOptions& options,
                              const Secret& secret, const Hosts& hosts, const std::string& test, json& findings,
                              const std::function<void(const std::string&, bool)>& progress) {
     std::vector<PeerTarget> targets;
@@ -1256,7 +1255,7 @@ class NetProbe final : public Probe, private ResponderObserver {
   }
 
   // How many hello-confirmed connections each host holds at once.
-  static json ConnectionTable(const RunContext& ctx, const NetProbeConfig& net, const Secret& secret,
+  static json ConnectionTable(const FullRunContext& ctx, const NetProbeConfig& net, const Secret& secret,
                               const Hosts& hosts) {
     json rows = json::array();
     for (const auto& [name, address] : hosts) {

@@ -84,6 +84,9 @@ struct RunLog {
   int max_active = 0;
 };
 
+// Which of a probe's faces ran.
+enum class Face { kScheduled, kFull };
+
 class FakeProbe final : public probes::Probe {
  public:
   enum class Behavior {
@@ -97,7 +100,12 @@ class FakeProbe final : public probes::Probe {
   FakeProbe(std::string name, FakeClock& clock, RunLog& log) : name_(std::move(name)), clock_(clock), log_(log) {}
 
   std::string_view Name() const override { return name_; }
-  ProbeOutcome Measure(const probes::RunContext& context) override {
+  ProbeOutcome MeasureScheduled(const probes::ScheduledContext& context) override {
+    return Measure(context, Face::kScheduled);
+  }
+  ProbeOutcome MeasureFull(const probes::FullRunContext& context) override { return Measure(context, Face::kFull); }
+
+  ProbeOutcome Measure(const probes::RunContext& context, Face face) {
     Behavior behavior;
     nanoseconds advance;
     ProbeOutcome outcome;
@@ -105,7 +113,7 @@ class FakeProbe final : public probes::Probe {
       std::lock_guard lock(mu_);
       ++runs_;
       running_ = true;
-      last_mode_ = context.mode;
+      last_face_ = face;
       behavior = behavior_;
       advance = advance_;
       outcome = outcome_;
@@ -162,9 +170,9 @@ class FakeProbe final : public probes::Probe {
     std::lock_guard lock(mu_);
     return runs_;
   }
-  probes::RunMode last_mode() const {
+  Face last_face() const {
     std::lock_guard lock(mu_);
-    return last_mode_;
+    return last_face_;
   }
   // True once Run() has been entered `count` times in all.
   bool WaitForRuns(int count) {
@@ -185,7 +193,7 @@ class FakeProbe final : public probes::Probe {
   std::condition_variable cv_;
   int runs_ = 0;
   bool running_ = false;
-  probes::RunMode last_mode_ = probes::RunMode::kFull;
+  Face last_face_ = Face::kFull;
   Behavior behavior_ = Behavior::kReturnOutcome;
   nanoseconds advance_{0};
   ProbeOutcome outcome_ = ProbeOutcome::Success({{"fake", true}});
@@ -273,7 +281,7 @@ TEST(SchedulerTest, FirstRunIsSplayedWithinFirstRunSplayAndNotBeforeDue) {
     h.clock.Set(due);
     h.scheduler.RunDue();
     ASSERT_EQ(h.cpu.runs(), 1) << "seed " << seed;
-    EXPECT_EQ(h.cpu.last_mode(), probes::RunMode::kScheduled);
+    EXPECT_EQ(h.cpu.last_face(), Face::kScheduled);
   }
   // The splay really spreads hosts out instead of all picking one moment.
   EXPECT_GT(delays.size(), 190u);

@@ -321,9 +321,9 @@ TEST(FullRunCalendarTest, ASlotNearTheWindowEndRunsOnALateTick) {
 class QuickProbe final : public probes::Probe {
  public:
   std::string_view Name() const override { return "cpu"; }
-  probes::ProbeOutcome Measure(const probes::RunContext&) override {
-    return probes::ProbeOutcome::Success({{"low_load_median_seconds", 150e-6}});
-  }
+  probes::ProbeOutcome MeasureScheduled(const probes::ScheduledContext&) override { return Quick(); }
+  probes::ProbeOutcome MeasureFull(const probes::FullRunContext&) override { return Quick(); }
+  static probes::ProbeOutcome Quick() { return probes::ProbeOutcome::Success({{"low_load_median_seconds", 150e-6}}); }
 };
 
 TEST(FullRunCalendarTest, RunsGoThroughTheRunManagerMarkedAsCalendarRuns) {

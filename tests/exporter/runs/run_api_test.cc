@@ -69,9 +69,9 @@ TEST_F(TokenFileTest, MissingEmptyOrSpacedTokensAreErrors) {
 class InstantProbe final : public probes::Probe {
  public:
   std::string_view Name() const override { return "cpu"; }
-  probes::ProbeOutcome Measure(const probes::RunContext&) override {
-    return probes::ProbeOutcome::Success({{"ok", 1}});
-  }
+  probes::ProbeOutcome MeasureScheduled(const probes::ScheduledContext&) override { return Instant(); }
+  probes::ProbeOutcome MeasureFull(const probes::FullRunContext&) override { return Instant(); }
+  static probes::ProbeOutcome Instant() { return probes::ProbeOutcome::Success({{"ok", 1}}); }
 };
 
 class RunApiTest : public ::testing::Test {

@@ -63,18 +63,28 @@ class ManualClock final : public Clock {
 
 // A probe whose full run reports progress, then waits until released or
 // cancelled; it advances the clock by 3 s per run.
+// Which of a probe's faces ran.
+enum class Face { kScheduled, kFull };
+
 class ScriptedProbe final : public probes::Probe {
  public:
   ScriptedProbe(std::string name, ManualClock& clock) : name_(std::move(name)), clock_(clock) {}
 
   std::string_view Name() const override { return name_; }
-  ProbeOutcome Measure(const probes::RunContext& context) override {
+  // The run manager only ever runs the full face; a scheduled run is
+  // recorded so that a test would see one.
+  ProbeOutcome MeasureScheduled(const probes::ScheduledContext&) override {
+    std::lock_guard lock(mu_);
+    faces_.push_back(Face::kScheduled);
+    return outcome_;
+  }
+  ProbeOutcome MeasureFull(const probes::FullRunContext& context) override {
     // Progress first: once WaitRunning() returns, the test may read it.
     if (context.on_progress) context.on_progress({"Write", 2s, 5s});
     {
       std::lock_guard lock(mu_);
       ++runs_;
-      modes_.push_back(context.mode);
+      faces_.push_back(Face::kFull);
       options_.push_back(context.options);
       running_ = true;
       cv_.notify_all();
@@ -111,9 +121,9 @@ class ScriptedProbe final : public probes::Probe {
     std::lock_guard lock(mu_);
     return options_;
   }
-  std::vector<probes::RunMode> modes() const {
+  std::vector<Face> faces() const {
     std::lock_guard lock(mu_);
-    return modes_;
+    return faces_;
   }
 
  private:
@@ -125,7 +135,7 @@ class ScriptedProbe final : public probes::Probe {
   bool released_ = false;
   bool auto_release_ = false;
   int runs_ = 0;
-  std::vector<probes::RunMode> modes_;
+  std::vector<Face> faces_;
   std::vector<std::shared_ptr<const probes::ProbeOptions>> options_;
   ProbeOutcome outcome_ = ProbeOutcome::Success({{"cpu_seconds", 1.5}, {"low_load_median_seconds", 150e-6}});
 };
@@ -254,7 +264,7 @@ TEST_F(RunManagerTest, RunsOnItsOwnThreadWithProgressAndResults) {
   EXPECT_EQ((*done)["progress"]["probes_done"], 1);
   EXPECT_FALSE(manager->Active());
   EXPECT_EQ(resumes_.load(), 1);
-  EXPECT_THAT(cpu_.modes(), ::testing::ElementsAre(probes::RunMode::kFull));
+  EXPECT_THAT(cpu_.faces(), ::testing::ElementsAre(Face::kFull));
 }
 
 TEST_F(RunManagerTest, OneRunAtATime) {
@@ -678,7 +688,7 @@ TEST(RunFullProbeTest, ValidatesOptionsAndRunsTheFullMode) {
   ASSERT_TRUE(parsed) << parsed.error();
   const auto good = RunFullProbe(disk, config, *parsed, &cancel);
   EXPECT_EQ(good.status, ProbeOutcome::Status::kSuccess);
-  EXPECT_THAT(disk.modes(), ::testing::ElementsAre(probes::RunMode::kFull));
+  EXPECT_THAT(disk.faces(), ::testing::ElementsAre(Face::kFull));
   ASSERT_EQ(disk.options().size(), 1u);
   // null: the disk module's defaults.
   EXPECT_EQ(dynamic_cast<const probes::disk::FullRunOptions&>(*disk.options()[0]).duration,

@@ -223,9 +223,9 @@ class CpuCoresProbeTest : public ::testing::Test {
   }
 
   ProbeOutcome RunOnce(Probe& probe) {
-    RunContext ctx = MakeRunContext(*config_, "cpu", RunMode::kScheduled);
+    ScheduledContext ctx = MakeScheduledContext(*config_, "cpu");
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    ProbeOutcome outcome = probe.Run(ctx);
+    ProbeOutcome outcome = probe.RunScheduled(ctx);
     EXPECT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
     return outcome;
   }
@@ -384,7 +384,7 @@ TEST(PinnedMeasurement, RunsOnTheCpuAndPutsTheAffinityBack) {
   options.samples_per_load = 3;
   options.low_load_gap = 1ms;
   options.task = [&](std::uint32_t) { ran_on.push_back(sched_getcpu()); };
-  const auto median = MeasurePinnedLowLoad(cpu, options, MakeRunContext(DefaultConfig(), "cpu", RunMode::kScheduled));
+  const auto median = MeasurePinnedLowLoad(cpu, options, MakeScheduledContext(DefaultConfig(), "cpu"));
   ASSERT_TRUE(median.ok()) << median.error();
   EXPECT_GE(*median, 0);
   EXPECT_EQ(ran_on, (std::vector<int>(3, cpu)));
@@ -459,7 +459,7 @@ TEST(CpuCoresRealTest, CostOfThePinnedMeasurement) {
     for (int run = 0; run < kRuns; ++run) {
       const auto cpu_start = ThreadCpuTime();
       const auto wall_start = std::chrono::steady_clock::now();
-      ASSERT_EQ(probe->Run(MakeRunContext(config, "cpu", RunMode::kScheduled)).status, ProbeOutcome::Status::kSuccess);
+      ASSERT_EQ(probe->RunScheduled(MakeScheduledContext(config, "cpu")).status, ProbeOutcome::Status::kSuccess);
       cpu_seconds += std::chrono::duration<double>(ThreadCpuTime() - cpu_start).count();
       wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     }
@@ -491,9 +491,9 @@ TEST(CpuCoresRealTest, NoisyNeighbourCoreIsNamedWithinTheDocumentedRuns) {
   std::optional<std::size_t> named_after;
   nlohmann::json last;
   for (std::size_t run = 1; run <= documented; ++run) {
-    RunContext ctx = MakeRunContext(config, "cpu", RunMode::kScheduled);
+    ScheduledContext ctx = MakeScheduledContext(config, "cpu");
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    const ProbeOutcome outcome = probe->Run(ctx);
+    const ProbeOutcome outcome = probe->RunScheduled(ctx);
     ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
     last = outcome.result["cores"];
     const auto outlier = FindSeries(registry->Collect(), "hostperf_cpu_core_outlier", Cpu(noisy_cpu));

@@ -45,8 +45,13 @@ class CpuProbeTest : public ::testing::Test {
     return CreateCpuProbe(deps);
   }
 
-  RunContext Context(RunMode mode = RunMode::kScheduled) const {
-    RunContext ctx = MakeRunContext(*config_, "cpu", mode);
+  ScheduledContext Context() const {
+    ScheduledContext ctx = MakeScheduledContext(*config_, "cpu");
+    ctx.deadline = std::chrono::steady_clock::now() + 60s;
+    return ctx;
+  }
+  FullRunContext FullContext() const {
+    FullRunContext ctx = MakeFullRunContext(*config_, "cpu");
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
     return ctx;
   }
@@ -67,14 +72,14 @@ TEST_F(CpuProbeTest, NameAndSchedule) {
   EXPECT_EQ(probe->Name(), "cpu");
   config::Config config = DefaultConfig();
   config.Section("cpu").schedule.interval = 7min;
-  EXPECT_EQ(MakeRunContext(config, "cpu", RunMode::kScheduled).schedule.interval, 7min);
+  EXPECT_EQ(MakeScheduledContext(config, "cpu").schedule.interval, 7min);
   const auto all = AllProbes();
   EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const auto* m) { return m->name == "cpu"; }));
 }
 
 TEST_F(CpuProbeTest, ScheduledRunSucceedsAndExportsMetrics) {
   auto probe = MakeProbe();
-  const ProbeOutcome outcome = probe->Run(Context());
+  const ProbeOutcome outcome = probe->RunScheduled(Context());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
 
   const auto& result = outcome.result;
@@ -124,8 +129,8 @@ TEST_F(CpuProbeTest, ScheduledRunSucceedsAndExportsMetrics) {
 
 TEST_F(CpuProbeTest, BaselineCalibratesThenRatiosAreExported) {
   auto probe = MakeProbe();
-  ASSERT_EQ(probe->Run(Context()).status, ProbeOutcome::Status::kSuccess);
-  const ProbeOutcome second = probe->Run(Context());
+  ASSERT_EQ(probe->RunScheduled(Context()).status, ProbeOutcome::Status::kSuccess);
+  const ProbeOutcome second = probe->RunScheduled(Context());
   ASSERT_EQ(second.status, ProbeOutcome::Status::kSuccess) << second.message;
   ASSERT_TRUE(second.result["expected_seconds"].is_number());
   EXPECT_EQ(second.result["baseline_source"], "calibrated");
@@ -140,7 +145,7 @@ TEST_F(CpuProbeTest, BaselineCalibratesThenRatiosAreExported) {
   registry_ = std::make_shared<prometheus::Registry>();
   auto restarted = MakeProbe();
   EXPECT_EQ(Gauge("hostperf_cpu_baseline_calibration_samples"), 2);
-  const ProbeOutcome third = restarted->Run(Context());
+  const ProbeOutcome third = restarted->RunScheduled(Context());
   EXPECT_DOUBLE_EQ(third.result["expected_seconds"].get<double>(), baseline);
 }
 
@@ -149,7 +154,7 @@ TEST_F(CpuProbeTest, ConfigBaselineIsUsedFromTheFirstRun) {
   config->EditSettings<CpuProbeConfig>().baselines[build_info::kFingerprint] = 50ms;
   config_ = config;
   auto probe = MakeProbe();
-  const ProbeOutcome outcome = probe->Run(Context());
+  const ProbeOutcome outcome = probe->RunScheduled(Context());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   EXPECT_DOUBLE_EQ(outcome.result["expected_seconds"].get<double>(), 0.050);
   EXPECT_EQ(outcome.result["baseline_source"], "config");
@@ -161,7 +166,7 @@ TEST_F(CpuProbeTest, ConfigBaselineIsUsedFromTheFirstRun) {
 // back scaled to the run's length, other binaries' are only counted.
 TEST_F(CpuProbeTest, ReferenceTimesRoundTripThroughTheConfig) {
   auto probe = MakeProbe();
-  const ProbeOutcome reference_run = probe->Run(Context());
+  const ProbeOutcome reference_run = probe->RunScheduled(Context());
   ASSERT_EQ(reference_run.status, ProbeOutcome::Status::kSuccess) << reference_run.message;
   const nlohmann::json& entry = reference_run.result["reference_time"];
   ASSERT_TRUE(entry.is_object()) << reference_run.result.dump();
@@ -176,7 +181,7 @@ TEST_F(CpuProbeTest, ReferenceTimesRoundTripThroughTheConfig) {
   references.push_back({"Reference CPU", entry["fingerprint"].get<std::string>(), entry["seconds"].get<double>()});
   references.push_back({"Other binary's CPU", "ffffffffffffffff", 1.0});
   config_ = config;
-  const ProbeOutcome outcome = probe->Run(Context());
+  const ProbeOutcome outcome = probe->RunScheduled(Context());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   const nlohmann::json& matching = outcome.result["reference_times"]["matching"];
   ASSERT_EQ(matching.size(), 1u) << outcome.result.dump();
@@ -203,7 +208,7 @@ TEST_F(CpuProbeTest, WrongChecksumIsACountedCpuError) {
     return result;
   };
   auto probe = CreateCpuProbe(deps, std::move(seams));
-  const ProbeOutcome outcome = probe->Run(Context());
+  const ProbeOutcome outcome = probe->RunScheduled(Context());
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "checksum_mismatch");
   EXPECT_EQ(outcome.result["checksum_ok"], false);
@@ -217,9 +222,9 @@ TEST_F(CpuProbeTest, WrongChecksumIsACountedCpuError) {
 TEST_F(CpuProbeTest, CancelledRunFailsAndLeavesGaugesAlone) {
   auto probe = MakeProbe();
   std::atomic<bool> cancel{true};
-  RunContext ctx = Context();
+  ScheduledContext ctx = Context();
   ctx.cancel = &cancel;
-  const ProbeOutcome outcome = probe->Run(ctx);
+  const ProbeOutcome outcome = probe->RunScheduled(ctx);
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "cancelled");
   const auto families = registry_->Collect();
@@ -230,11 +235,11 @@ TEST_F(CpuProbeTest, CancelledRunFailsAndLeavesGaugesAlone) {
 
 TEST_F(CpuProbeTest, FullRunPastItsDeadlineTimesOut) {
   auto probe = MakeProbe();
-  RunContext ctx = Context(RunMode::kFull);
+  FullRunContext ctx = FullContext();
   ctx.deadline = std::chrono::steady_clock::now() + 100ms;
   std::vector<std::string> phases;
   ctx.on_progress = [&](const Progress& progress) { phases.push_back(progress.current_test); };
-  const ProbeOutcome outcome = probe->Run(ctx);
+  const ProbeOutcome outcome = probe->RunFull(ctx);
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "timeout");
   EXPECT_EQ(outcome.result["mode"], "full");
@@ -245,13 +250,13 @@ TEST_F(CpuProbeTest, FullRunPastItsDeadlineTimesOut) {
 TEST_F(CpuProbeTest, WorksWithoutARegistryOrStateDirectory) {
   auto probe = CreateCpuProbe(ProbeDeps{});
   // The CLI without a config file: built-in defaults.
-  RunContext ctx = MakeRunContext(DefaultConfig(), "cpu", RunMode::kScheduled);
-  EXPECT_EQ(probe->Run(ctx).status, ProbeOutcome::Status::kSuccess);
+  ScheduledContext ctx = MakeScheduledContext(DefaultConfig(), "cpu");
+  EXPECT_EQ(probe->RunScheduled(ctx).status, ProbeOutcome::Status::kSuccess);
 }
 
 TEST_F(CpuProbeTest, ReportFromARealRun) {
   auto probe = MakeProbe();
-  const ProbeOutcome outcome = probe->Run(Context());
+  const ProbeOutcome outcome = probe->RunScheduled(Context());
   const std::string report = FormatVcpuperfReport(outcome.result, false);
   EXPECT_NE(report.find("no baseline yet for this binary in " +
                         (temp_.path() / "state" / "cpu_baselines.json").string() + " (calibrating: 1/2 runs)"),

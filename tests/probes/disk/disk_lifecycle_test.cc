@@ -59,15 +59,14 @@ class DiskLifecycleTest : public ::testing::Test {
   // What the daemon does at start-up and after each successful reload.
   void Apply() { probe_->StartServices(config_.Section("disk")); }
 
-  ProbeOutcome Run(RunMode mode = RunMode::kScheduled, json options = nullptr) {
-    RunContext ctx = MakeRunContext(config_, "disk", mode);
+  ProbeOutcome Run() { return probe_->RunScheduled(MakeScheduledContext(config_, "disk")); }
+  ProbeOutcome RunFull(json options) {
+    FullRunContext ctx = MakeFullRunContext(config_, "disk");
     ctx.on_report = on_report_;
-    if (!options.is_null()) {
-      auto parsed = ParseProbeOptions("disk", options);
-      if (!parsed) return ProbeOutcome::Failure(parsed.failure());
-      ctx.options = std::move(parsed).value();
-    }
-    return probe_->Run(ctx);
+    auto parsed = ParseProbeOptions("disk", options);
+    if (!parsed) return ProbeOutcome::Failure(parsed.failure());
+    ctx.options = std::move(parsed).value();
+    return probe_->RunFull(ctx);
   }
 
   // The label sets of every sample of `family` in a fresh collection.
@@ -243,7 +242,7 @@ TEST_F(DiskLifecycleTest, FullRunDirectoryOutsideTheConfigIsDroppedAtTheNextRelo
   Disk().directories = {A()};
   Apply();
   const auto outcome =
-      Run(RunMode::kFull, {{"directories", {B()}}, {"duration", "1s"}, {"data_size", "128kb"}, {"thread_count", 1}});
+      RunFull({{"directories", {B()}}, {"duration", "1s"}, {"data_size", "128kb"}, {"thread_count", 1}});
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
   EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A(), B()}));
   Apply();
@@ -252,17 +251,21 @@ TEST_F(DiskLifecycleTest, FullRunDirectoryOutsideTheConfigIsDroppedAtTheNextRelo
 
 TEST_F(DiskLifecycleTest, ReloadDuringARunKeepsTheRemovedDirectoryOut) {
   Disk().directories = {A(), B()};
-  Apply();
-  // The reload lands while the run is about to measure B (the report of a
-  // directory comes before its tests).
   config::Config reloaded = config_;
   reloaded.EditSettings<DiskProbeConfig>().directories = {A()};
-  on_report_ = [&](const json& entry) {
-    if (entry.value("kind", "") == "directory" && entry.value("directory", "") == B()) {
-      probe_->StartServices(reloaded.Section("disk"));
-    }
+  // The reload lands after A's first test, before the run reaches B.
+  bool reloaded_once = false;
+  DiskProbeSeams seams;
+  seams.after_test = [&](const std::string& directory, std::string_view) {
+    if (directory != A() || reloaded_once) return;
+    reloaded_once = true;
+    probe_->StartServices(reloaded.Section("disk"));
   };
+  probe_.reset();
+  probe_ = CreateDiskProbe(deps_, std::move(seams));
+  Apply();
   ASSERT_EQ(Run().status, Status::kSuccess);
+  ASSERT_TRUE(reloaded_once);
   EXPECT_EQ(DirectoriesWithSeries(), (std::set<std::string>{A()}));
   EXPECT_GT(Value("hostperf_disk_written_bytes_total", {{"directory", A()}}).value_or(0), 0);
 }

@@ -42,8 +42,13 @@ class DiskProbeTest : public ::testing::Test {
     Disk().disable_direct_io = true;
   }
 
-  ProbeOutcome Run(RunMode mode, json options = nullptr) {
-    RunContext ctx = MakeRunContext(config_, "disk", mode);
+  ProbeOutcome RunScheduled() {
+    ScheduledContext ctx = MakeScheduledContext(config_, "disk");
+    ctx.cancel = &cancel_;
+    return probe_->RunScheduled(ctx);
+  }
+  ProbeOutcome RunFull(json options = nullptr) {
+    FullRunContext ctx = MakeFullRunContext(config_, "disk");
     ctx.cancel = &cancel_;
     ctx.on_report = [this](const json& entry) { reports_.push_back(entry); };
     return test_support::RunParsed(*probe_, ctx, options);
@@ -64,7 +69,7 @@ class DiskProbeTest : public ::testing::Test {
 };
 
 TEST_F(DiskProbeTest, ScheduledRunMeasuresAllFourTestsAndLeavesNothing) {
-  const auto outcome = Run(RunMode::kScheduled);
+  const auto outcome = RunScheduled();
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
   const json& dir = outcome.result["directories"][0];
   EXPECT_EQ(dir["directory"], data_.path().string());
@@ -89,7 +94,7 @@ TEST_F(DiskProbeTest, ScheduledRunMeasuresAllFourTestsAndLeavesNothing) {
 
 TEST_F(DiskProbeTest, DefaultDirectoryIsUnderTheStateDirectory) {
   Disk().directories.clear();
-  const auto outcome = Run(RunMode::kScheduled);
+  const auto outcome = RunScheduled();
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["directories"][0]["directory"], (state_.path() / "disk").string());
   EXPECT_TRUE(fs::is_directory(state_.path() / "disk"));
@@ -97,8 +102,8 @@ TEST_F(DiskProbeTest, DefaultDirectoryIsUnderTheStateDirectory) {
 
 TEST_F(DiskProbeTest, HourlyBudgetSkipsOnceSpent) {
   config_.budget.disk_bytes_per_hour = 512 * 1024;  // exactly one run
-  EXPECT_EQ(Run(RunMode::kScheduled).status, Status::kSuccess);
-  const auto second = Run(RunMode::kScheduled);
+  EXPECT_EQ(RunScheduled().status, Status::kSuccess);
+  const auto second = RunScheduled();
   EXPECT_EQ(second.status, Status::kSkipped);
   EXPECT_EQ(second.reason, "budget_exhausted");
   EXPECT_THAT(second.message, HasSubstr("per hour"));
@@ -106,11 +111,11 @@ TEST_F(DiskProbeTest, HourlyBudgetSkipsOnceSpent) {
 
 TEST_F(DiskProbeTest, FreeSpaceGuardSkipsScheduledAndFailsFull) {
   Disk().reserve = 1ULL << 60;  // more than any disk
-  const auto scheduled = Run(RunMode::kScheduled);
+  const auto scheduled = RunScheduled();
   EXPECT_EQ(scheduled.status, Status::kSkipped);
   EXPECT_EQ(scheduled.reason, "no_space");
   EXPECT_THAT(scheduled.message, HasSubstr("reserve"));
-  const auto full = Run(RunMode::kFull, {{"duration", "1s"}, {"data_size", "64kb"}, {"thread_count", 1}});
+  const auto full = RunFull({{"duration", "1s"}, {"data_size", "64kb"}, {"thread_count", 1}});
   EXPECT_EQ(full.status, Status::kFailure);
   EXPECT_EQ(full.reason, "no_space");
   EXPECT_EQ(CountEntries(data_.path()), 0u);
@@ -118,11 +123,11 @@ TEST_F(DiskProbeTest, FreeSpaceGuardSkipsScheduledAndFailsFull) {
 
 TEST_F(DiskProbeTest, FullRunReportsRowsEveryLogIntervalAndSharesTheDuration) {
   const auto start = std::chrono::steady_clock::now();
-  const auto outcome = Run(RunMode::kFull, {{"duration", "4s"},
-                                            {"log_interval", "250ms"},
-                                            {"data_size", "256kb"},
-                                            {"thread_count", 2},
-                                            {"max_buffer_size", "16kb"}});
+  const auto outcome = RunFull({{"duration", "4s"},
+                                {"log_interval", "250ms"},
+                                {"data_size", "256kb"},
+                                {"thread_count", 2},
+                                {"max_buffer_size", "16kb"}});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
   EXPECT_GE(seconds, 3.5);
@@ -152,19 +157,18 @@ TEST_F(DiskProbeTest, FullRunReportsRowsEveryLogIntervalAndSharesTheDuration) {
 
 TEST_F(DiskProbeTest, CancelStopsAndRemovesFiles) {
   cancel_ = true;
-  const auto outcome = Run(RunMode::kFull, {{"duration", "10s"}, {"data_size", "1mb"}, {"thread_count", 1}});
+  const auto outcome = RunFull({{"duration", "10s"}, {"data_size", "1mb"}, {"thread_count", 1}});
   EXPECT_EQ(outcome.status, Status::kFailure);
   EXPECT_EQ(outcome.reason, "cancelled");
   EXPECT_EQ(CountEntries(data_.path()), 0u);
 }
 
 TEST_F(DiskProbeTest, BadOptionsAndDirectoriesAreFailuresNotCrashes) {
-  const auto bad = Run(RunMode::kFull, {{"thread_count", "many"}});
+  const auto bad = RunFull({{"thread_count", "many"}});
   EXPECT_EQ(bad.status, Status::kFailure);
   EXPECT_EQ(bad.reason, "bad_options");
   const auto missing =
-      Run(RunMode::kFull,
-          {{"directories", {(data_.path() / "missing").string()}}, {"duration", "1s"}, {"data_size", "64kb"}});
+      RunFull({{"directories", {(data_.path() / "missing").string()}}, {"duration", "1s"}, {"data_size", "64kb"}});
   EXPECT_EQ(missing.status, Status::kFailure);
   EXPECT_EQ(missing.reason, "bad_directory");
   EXPECT_THAT(missing.message, HasSubstr("does not exist"));
@@ -172,7 +176,7 @@ TEST_F(DiskProbeTest, BadOptionsAndDirectoriesAreFailuresNotCrashes) {
 
 TEST_F(DiskProbeTest, PreserveFilesKeepsThem) {
   const auto outcome =
-      Run(RunMode::kFull, {{"duration", "1s"}, {"data_size", "64kb"}, {"thread_count", 1}, {"preserve_files", true}});
+      RunFull({{"duration", "1s"}, {"data_size", "64kb"}, {"thread_count", 1}, {"preserve_files", true}});
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["directories"][0]["preserved_files"].size(), 1u);
   EXPECT_EQ(CountEntries(data_.path()), 1u);
@@ -185,8 +189,7 @@ TEST_F(DiskProbeTest, GpcheckperfMethodWritesTheTotalAcrossDirectoriesAtOnce) {
   const std::vector<std::string> dirs = {data_.path().string(), second.path().string()};
   // Three 16 KiB blocks over two directories: 2 + 1.
   const auto outcome =
-      Run(RunMode::kFull,
-          {{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "48kb"}, {"max_buffer_size", "16kb"}});
+      RunFull({{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "48kb"}, {"max_buffer_size", "16kb"}});
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
   const json& result = outcome.result;
   EXPECT_EQ(result["method"], "gpcheckperf");
@@ -224,25 +227,22 @@ TEST_F(DiskProbeTest, GpcheckperfMethodWritesTheTotalAcrossDirectoriesAtOnce) {
 TEST_F(DiskProbeTest, GpcheckperfMethodBadSizesAndCancel) {
   TempDir second;
   const std::vector<std::string> dirs = {data_.path().string(), second.path().string()};
-  const auto uneven =
-      Run(RunMode::kFull, {{"method", "gpcheckperf"}, {"data_size", "40kb"}, {"max_buffer_size", "16kb"}});
+  const auto uneven = RunFull({{"method", "gpcheckperf"}, {"data_size", "40kb"}, {"max_buffer_size", "16kb"}});
   EXPECT_EQ(uneven.reason, "bad_options");
   EXPECT_THAT(uneven.message, HasSubstr("not a multiple of the block size 16384"));
   const auto small =
-      Run(RunMode::kFull,
-          {{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "16kb"}, {"max_buffer_size", "16kb"}});
+      RunFull({{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "16kb"}, {"max_buffer_size", "16kb"}});
   EXPECT_EQ(small.reason, "bad_options");
   EXPECT_THAT(small.message, HasSubstr("less than one 16384-byte block per directory"));
-  const auto method = Run(RunMode::kFull, {{"method", "dd"}});
+  const auto method = RunFull({{"method", "dd"}});
   EXPECT_EQ(method.reason, "bad_options");
   EXPECT_THAT(method.message, HasSubstr("method: expected \"vioperf\" or \"gpcheckperf\""));
   const auto missing =
-      Run(RunMode::kFull,
-          {{"method", "gpcheckperf"}, {"directories", {dirs[0], dirs[1] + "/missing"}}, {"data_size", "64kb"}});
+      RunFull({{"method", "gpcheckperf"}, {"directories", {dirs[0], dirs[1] + "/missing"}}, {"data_size", "64kb"}});
   EXPECT_EQ(missing.reason, "bad_directory");
   EXPECT_EQ(CountEntries(data_.path()), 0u);
   cancel_ = true;
-  const auto cancelled = Run(RunMode::kFull, {{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "1mb"}});
+  const auto cancelled = RunFull({{"method", "gpcheckperf"}, {"directories", dirs}, {"data_size", "1mb"}});
   EXPECT_EQ(cancelled.reason, "cancelled");
   EXPECT_EQ(CountEntries(data_.path()), 0u);
   EXPECT_EQ(CountEntries(second.path()), 0u);
@@ -253,14 +253,14 @@ TEST_F(DiskProbeTest, GpcheckperfMethodBadSizesAndCancel) {
 TEST_F(DiskProbeTest, GpcheckperfMethodDefaultsToTwiceTheRam) {
   deps_.roots.proc = std::filesystem::path(HOSTPERF_FIXTURES_DIR) / "proc-bad-meminfo";
   probe_ = CreateDiskProbe(deps_);
-  const auto outcome = Run(RunMode::kFull, {{"method", "gpcheckperf"}});
+  const auto outcome = RunFull({{"method", "gpcheckperf"}});
   ASSERT_EQ(outcome.status, Status::kSuccess) << outcome.reason << ": " << outcome.message;
   EXPECT_EQ(outcome.result["block_size"], 32768);
   EXPECT_EQ(outcome.result["data_bytes"], 196608);  // 204800 rounded down
   EXPECT_EQ(outcome.result["sequential"]["write"]["bytes"], 196608);
   deps_.roots.proc = std::filesystem::path(HOSTPERF_FIXTURES_DIR) / "does-not-exist";
   probe_ = CreateDiskProbe(deps_);
-  const auto unknown = Run(RunMode::kFull, {{"method", "gpcheckperf"}});
+  const auto unknown = RunFull({{"method", "gpcheckperf"}});
   EXPECT_EQ(unknown.reason, "bad_options");
   EXPECT_THAT(unknown.message, HasSubstr("give data_size"));
 }

@@ -50,7 +50,11 @@ class ExampleProbe final : public probes::Probe {
   std::string_view Name() const override { return "example"; }
 
  private:
-  ProbeOutcome Measure(const probes::RunContext& context) override {
+  ProbeOutcome MeasureScheduled(const probes::ScheduledContext& context) override { return Greet(context); }
+  ProbeOutcome MeasureFull(const probes::FullRunContext& context) override { return Greet(context); }
+
+  // Both faces measure the same thing.
+  ProbeOutcome Greet(const probes::RunContext& context) {
     const auto& example = context.Settings<ExampleConfig>();
     const double length = static_cast<double>(example.greeting.size() * example.repeat);
     length_.Set(length);

@@ -48,8 +48,9 @@ struct Fixture {
     c.EditSettings<MemoryProbeConfig>().memory_budget = 3 * 8 * 50'000;  // keeps the test short
     config = std::make_shared<const config::Config>(c);
   }
-  ProbeOutcome Run(RunMode mode, json options = nullptr) {
-    return test_support::RunParsed(*probe, MakeRunContext(*config, "memory", mode), options);
+  ProbeOutcome RunScheduled() { return probe->RunScheduled(MakeScheduledContext(*config, "memory")); }
+  ProbeOutcome RunFull(json options = nullptr) {
+    return test_support::RunParsed(*probe, MakeFullRunContext(*config, "memory"), options);
   }
   prometheus::Registry registry;
   std::unique_ptr<Probe> probe;
@@ -59,12 +60,12 @@ struct Fixture {
 TEST(MemoryProbeTest, NameAndSchedule) {
   Fixture f;
   EXPECT_EQ(f.probe->Name(), "memory");
-  EXPECT_EQ(MakeRunContext(*f.config, "memory", RunMode::kScheduled).schedule.interval, std::chrono::minutes(15));
+  EXPECT_EQ(MakeScheduledContext(*f.config, "memory").schedule.interval, std::chrono::minutes(15));
 }
 
 TEST(MemoryProbeTest, ScheduledRunIsOneThreadWithinTheBudgetAndFlagsCacheResidency) {
   Fixture f;
-  const ProbeOutcome outcome = f.Run(RunMode::kScheduled);
+  const ProbeOutcome outcome = f.RunScheduled();
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   const json& r = outcome.result;
   EXPECT_EQ(r["mode"], "scheduled");
@@ -94,7 +95,7 @@ TEST(MemoryProbeTest, ScheduledRunIsOneThreadWithinTheBudgetAndFlagsCacheResiden
 
 TEST(MemoryProbeTest, UnknownLlcIsReportedAndFlagged) {
   Fixture f("sysfs-single", "proc-amd");
-  const ProbeOutcome outcome = f.Run(RunMode::kScheduled);
+  const ProbeOutcome outcome = f.RunScheduled();
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess);
   EXPECT_EQ(outcome.result["llc_bytes"], 0);
   EXPECT_EQ(outcome.result["llc_known"], false);
@@ -103,7 +104,7 @@ TEST(MemoryProbeTest, UnknownLlcIsReportedAndFlagged) {
 
 TEST(MemoryProbeTest, FullRunTakesOptionsAndPins) {
   Fixture f("sysfs-single", "proc-amd");  // one core: CPU 0
-  const ProbeOutcome outcome = f.Run(RunMode::kFull, {{"array_elements", 20'000}, {"iterations", 3}});
+  const ProbeOutcome outcome = f.RunFull({{"array_elements", 20'000}, {"iterations", 3}});
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["mode"], "full");
   EXPECT_EQ(outcome.result["threads"], 1);
@@ -114,7 +115,7 @@ TEST(MemoryProbeTest, FullRunTakesOptionsAndPins) {
 
 TEST(MemoryProbeTest, MoreThreadsThanCoresRunUnpinned) {
   Fixture f("sysfs-single", "proc-amd");
-  const ProbeOutcome outcome = f.Run(RunMode::kFull, {{"array_elements", 20'000}, {"iterations", 2}, {"threads", 3}});
+  const ProbeOutcome outcome = f.RunFull({{"array_elements", 20'000}, {"iterations", 2}, {"threads", 3}});
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["threads"], 3);
   EXPECT_TRUE(outcome.result["pinned_cpus"].empty());
@@ -124,7 +125,7 @@ TEST(MemoryProbeTest, MoreThreadsThanCoresRunUnpinned) {
 
 TEST(MemoryProbeTest, BadOptionsFail) {
   Fixture f;
-  const ProbeOutcome outcome = f.Run(RunMode::kFull, {{"iterations", 1}});
+  const ProbeOutcome outcome = f.RunFull({{"iterations", 1}});
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "bad_options");  // parsed at the edge: the probe never sees them
   EXPECT_NE(outcome.message.find("iterations"), std::string::npos);
@@ -134,7 +135,7 @@ TEST(MemoryProbeTest, ValidationFailureIsAFailureAndCounted) {
   MemoryProbeSeams seams;
   seams.before_validation = [](const StreamArrays& arrays) { arrays.a[7] = -1; };
   Fixture f("sysfs-2socket-ht", "proc-2socket-ht", seams);
-  const ProbeOutcome outcome = f.Run(RunMode::kScheduled);
+  const ProbeOutcome outcome = f.RunScheduled();
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "validation_failed");
   EXPECT_NE(outcome.message.find("array a"), std::string::npos) << outcome.message;
@@ -147,9 +148,9 @@ TEST(MemoryProbeTest, ValidationFailureIsAFailureAndCounted) {
 TEST(MemoryProbeTest, CancelledRunFails) {
   Fixture f;
   std::atomic<bool> cancel{true};
-  RunContext context = MakeRunContext(*f.config, "memory", RunMode::kScheduled);
+  ScheduledContext context = MakeScheduledContext(*f.config, "memory");
   context.cancel = &cancel;
-  const ProbeOutcome outcome = f.probe->Run(context);
+  const ProbeOutcome outcome = f.probe->RunScheduled(context);
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "cancelled");
 }

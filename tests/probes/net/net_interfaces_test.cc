@@ -353,8 +353,13 @@ class NetProbeInterfacesTest : public ::testing::Test {
     probe_->StartServices(config_.Section("net"));
   }
   NetProbeConfig& Net() { return config_.EditSettings<NetProbeConfig>(); }
-  RunContext Context(RunMode mode, nlohmann::json options = nullptr) {
-    RunContext ctx = MakeRunContext(config_, "net", mode);
+  ScheduledContext Scheduled() {
+    ScheduledContext ctx = MakeScheduledContext(config_, "net");
+    ctx.deadline = std::chrono::steady_clock::now() + 60s;
+    return ctx;
+  }
+  FullRunContext Full(nlohmann::json options = nullptr) {
+    FullRunContext ctx = MakeFullRunContext(config_, "net");
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
     auto parsed = ParseProbeOptions("net", options);
     EXPECT_TRUE(parsed.ok()) << parsed.error();
@@ -369,7 +374,7 @@ class NetProbeInterfacesTest : public ::testing::Test {
 };
 
 TEST_F(NetProbeInterfacesTest, ScheduledRunsExportTheInterfaceAndTheMtuMismatch) {
-  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  const auto outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   auto& r = *registry_;
   EXPECT_EQ(Value(r, "hostperf_net_peer_interface_info", {{"interface", "bond0"}, {"peer", "localhost"}}), 1);
@@ -410,11 +415,11 @@ TEST_F(NetProbeInterfacesTest, FullRunsNameTheInterfaceMismatchAndShortfallInJso
   // The responder's port from a scheduled run; then a full run at a rate
   // loopback reaches: the interface is named in every row, the mismatch in
   // the findings (shortfalls are tested above, with injected counters).
-  const auto scheduled = probe_->Run(Context(RunMode::kScheduled));
+  const auto scheduled = probe_->RunScheduled(Scheduled());
   const std::string self = scheduled.result["peers"][0]["address"].get<std::string>();
   const nlohmann::json options = {
       {"hosts", {self}}, {"tests", {"latency", "tcp-throughput"}}, {"datarate", 4}, {"duration", 0.2}};
-  const auto outcome = probe_->Run(Context(RunMode::kFull, options));
+  const auto outcome = probe_->RunFull(Full(options));
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   const auto& interfaces = outcome.result["interfaces"];
   ASSERT_EQ(interfaces.size(), 1u) << outcome.result.dump();

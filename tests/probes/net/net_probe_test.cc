@@ -109,8 +109,13 @@ class NetProbeTest : public ::testing::Test {
     probe_->StartServices(config_.Section("net"));
   }
 
-  RunContext Context(RunMode mode, nlohmann::json options = nullptr) {
-    RunContext ctx = MakeRunContext(config_, "net", mode);
+  ScheduledContext Scheduled() {
+    ScheduledContext ctx = MakeScheduledContext(config_, "net");
+    ctx.deadline = std::chrono::steady_clock::now() + 60s;
+    return ctx;
+  }
+  FullRunContext Full(nlohmann::json options = nullptr) {
+    FullRunContext ctx = MakeFullRunContext(config_, "net");
     ctx.deadline = std::chrono::steady_clock::now() + 60s;
     auto parsed = ParseProbeOptions("net", options);  // once, at the edge, as the run API does
     EXPECT_TRUE(parsed.ok()) << parsed.error();
@@ -120,7 +125,7 @@ class NetProbeTest : public ::testing::Test {
 
   // The responder's port, learned from a scheduled run against the default self peer.
   std::string SelfAddress() {
-    const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+    const auto outcome = probe_->RunScheduled(Scheduled());
     return outcome.result["peers"][0]["address"].get<std::string>();
   }
 
@@ -134,12 +139,12 @@ class NetProbeTest : public ::testing::Test {
 };
 
 TEST_F(NetProbeTest, DefaultsProbeTheOwnResponder) {
-  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  auto outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   EXPECT_EQ(outcome.result["peers"][0]["peer"], "localhost");
   EXPECT_EQ(outcome.result["peers"][0]["up"], true);
   EXPECT_EQ(outcome.result["throughput"]["test"], "tcp-throughput");
-  outcome = probe_->Run(Context(RunMode::kScheduled));
+  outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["throughput"]["test"], "udp-throughput");
 
@@ -162,7 +167,7 @@ TEST_F(NetProbeTest, UnresolvableAndDeadPeersDoNotStallOthers) {
   Net().peers = {"nonexistent.invalid", "127.0.0.1:1", self};
   Net().self = "prober:1";  // not in the list: its own responder is a peer like the others
   const auto started = std::chrono::steady_clock::now();
-  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  const auto outcome = probe_->RunScheduled(Scheduled());
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   const auto families = registry_->Collect();
@@ -177,7 +182,7 @@ TEST_F(NetProbeTest, UnresolvableAndDeadPeersDoNotStallOthers) {
 TEST_F(NetProbeTest, OwnEntryIsFoundByAddressAndPortAndNotProbed) {
   const std::string self = SelfAddress();  // "localhost" was probed
   Net().peers = {self, "127.0.0.1:1"};
-  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  const auto outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
   EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1");
   EXPECT_EQ(outcome.reason, "all_peers_down");
@@ -195,7 +200,7 @@ TEST_F(NetProbeTest, OwnEntryIsFoundByAddressAndPortAndNotProbed) {
 TEST_F(NetProbeTest, AListOfOnlyThisHostPingsItsOwnEntry) {
   const std::string self = SelfAddress();
   Net().peers = {self};
-  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  const auto outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
   EXPECT_EQ(outcome.result["peers"][0]["peer"], self);
@@ -212,9 +217,9 @@ TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {
   Net().self = "prober:1";
   Net().peers = {self, "127.0.0.1:1", "nonexistent.invalid"};
   clock_.unix_seconds = 1000;
-  probe_->Run(Context(RunMode::kScheduled));  // TCP burst to self
+  probe_->RunScheduled(Scheduled());  // TCP burst to self
   clock_.unix_seconds = 1030;
-  const auto outcome = probe_->Run(Context(RunMode::kScheduled));  // UDP burst
+  const auto outcome = probe_->RunScheduled(Scheduled());  // UDP burst
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   auto families = registry_->Collect();
   const std::vector<ClientMetric::Label> alive = {{"peer", self}};
@@ -227,7 +232,7 @@ TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {
 
   Net().peers = {"127.0.0.1:1"};
   clock_.unix_seconds = 1060;
-  probe_->Run(Context(RunMode::kScheduled));
+  probe_->RunScheduled(Scheduled());
   families = registry_->Collect();
   EXPECT_EQ(CountPeerSeries(families, self), 0u);
   EXPECT_EQ(CountPeerSeries(families, "nonexistent.invalid"), 0u);
@@ -236,7 +241,7 @@ TEST_F(NetProbeTest, PeersThatLeaveLoseAllTheirSeries) {
 
   // Back again: its counters restart from 0.
   Net().peers = {self};
-  probe_->Run(Context(RunMode::kScheduled));
+  probe_->RunScheduled(Scheduled());
   families = registry_->Collect();
   EXPECT_EQ(FindSeries(families, "hostperf_net_packets_sent_total", alive)->counter.value, 5);
   EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), 0u);
@@ -260,12 +265,12 @@ TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
   write(self);
   Net().self = "prober:1";
   Net().peers_file = path.string();
-  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  auto outcome = probe_->RunScheduled(Scheduled());
   EXPECT_EQ(outcome.result["peers"][0]["peer"], self) << outcome.result.dump();
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kSuccess);
 
   write(other);
-  outcome = probe_->Run(Context(RunMode::kScheduled));
+  outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.result["peers"].size(), 1u);
   EXPECT_EQ(outcome.result["peers"][0]["peer"], other);
   auto families = registry_->Collect();
@@ -275,7 +280,7 @@ TEST_F(NetProbeTest, PeersFileChangesArePickedUpOnTheNextRun) {
 
   std::ofstream(path) << "[{\"targets\": [";  // a bad edit
   for (int run = 0; run < 2; ++run) {
-    outcome = probe_->Run(Context(RunMode::kScheduled));
+    outcome = probe_->RunScheduled(Scheduled());
     EXPECT_EQ(outcome.result["peers"][0]["peer"], other);
     EXPECT_FALSE(outcome.result["errors"].empty());
   }
@@ -295,7 +300,7 @@ TEST_F(NetProbeTest, SelfInfoNamesTheEntryThisHostFoundItselfAs) {
   const std::string port = self.substr(self.rfind(':') + 1);
   names_["db01.example"] = "127.0.0.1";  // the peers file's name for this host
   Net().peers = {"db01.example:" + port, "127.0.0.1:1"};
-  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  auto outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
   EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1");
   families = registry_->Collect();
@@ -307,21 +312,21 @@ TEST_F(NetProbeTest, SelfInfoNamesTheEntryThisHostFoundItselfAs) {
 
   // Another spelling of the same host: the series follows it.
   Net().peers = {self, "127.0.0.1:1"};
-  probe_->Run(Context(RunMode::kScheduled));
+  probe_->RunScheduled(Scheduled());
   families = registry_->Collect();
   EXPECT_EQ(Gauge(families, "hostperf_net_self_info", {{"peer", self}}), 1);
   EXPECT_FALSE(FindSeries(families, "hostperf_net_self_info", {{"peer", "db01.example:" + port}}));
 
   // Not in the list any more: an outside observer has no self_info.
   Net().peers = {"127.0.0.1:1"};
-  probe_->Run(Context(RunMode::kScheduled));
+  probe_->RunScheduled(Scheduled());
   families = registry_->Collect();
   EXPECT_FALSE(FindSeries(families, "hostperf_net_self_info", {{"peer", self}}));
 
   // A configured self that is an entry counts as found, under that entry.
   Net().peers = {"db02:14159", "127.0.0.1:1"};
   Net().self = "db02:14159";
-  probe_->Run(Context(RunMode::kScheduled));
+  probe_->RunScheduled(Scheduled());
   families = registry_->Collect();
   EXPECT_EQ(Gauge(families, "hostperf_net_self_info", {{"peer", "db02:14159"}}), 1);
 }
@@ -337,14 +342,14 @@ TEST_F(NetProbeTest, EmptiedPeersFileKeepsTheLastGoodListUnlessAllowed) {
   std::ofstream(path) << R"([{"targets": ["127.0.0.1:1"]}])";
   Net().self = "prober:1";
   Net().peers_file = path.string();
-  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  auto outcome = probe_->RunScheduled(Scheduled());
   EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1") << outcome.result.dump();
   auto families = registry_->Collect();
   EXPECT_EQ(Gauge(families, "hostperf_net_peers_file_valid"), 1);
 
   std::ofstream(path) << "[]";
   for (int run = 0; run < 2; ++run) {
-    outcome = probe_->Run(Context(RunMode::kScheduled));
+    outcome = probe_->RunScheduled(Scheduled());
     ASSERT_EQ(outcome.result["peers"].size(), 1u) << outcome.result.dump();
     EXPECT_EQ(outcome.result["peers"][0]["peer"], "127.0.0.1:1");
     ASSERT_EQ(outcome.result["errors"].size(), 1u);
@@ -356,7 +361,7 @@ TEST_F(NetProbeTest, EmptiedPeersFileKeepsTheLastGoodListUnlessAllowed) {
   EXPECT_EQ(CountPeerSeries(families, "127.0.0.1:1"), kSeriesPerRoutedPeer);
 
   Net().allow_empty_peers_file = true;
-  outcome = probe_->Run(Context(RunMode::kScheduled));
+  outcome = probe_->RunScheduled(Scheduled());
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kSkipped) << outcome.result.dump();
   families = registry_->Collect();
   EXPECT_EQ(Gauge(families, "hostperf_net_peers_file_valid"), 1);
@@ -364,7 +369,7 @@ TEST_F(NetProbeTest, EmptiedPeersFileKeepsTheLastGoodListUnlessAllowed) {
   EXPECT_EQ(CountPeerSeries(families), 0u);
 
   Net().peers_file = "";
-  probe_->Run(Context(RunMode::kScheduled));
+  probe_->RunScheduled(Scheduled());
   EXPECT_FALSE(FindSeries(registry_->Collect(), "hostperf_net_peers_file_valid"));
 }
 
@@ -449,7 +454,7 @@ TEST_F(NetProbeTest, ExpositionIsBoundedAtAThousandPeers) {
   Net().packets_per_cycle = 1;
   Net().reply_timeout = 5ms;
   const auto expected = ObservedTargets(peers[500], members, 8);
-  auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  auto outcome = probe_->RunScheduled(Scheduled());
   EXPECT_EQ(outcome.reason, "all_peers_down");
   EXPECT_EQ(outcome.result["peers"].size(), expected.size());
   auto families = registry_->Collect();
@@ -464,7 +469,7 @@ TEST_F(NetProbeTest, ExpositionIsBoundedAtAThousandPeers) {
 
   // Every host observing everyone: the cap holds the bound.
   Net().observers = 1000;
-  outcome = probe_->Run(Context(RunMode::kScheduled));
+  outcome = probe_->RunScheduled(Scheduled());
   families = registry_->Collect();
   EXPECT_EQ(outcome.result["peers"].size(), 32u);
   EXPECT_EQ(Gauge(families, "hostperf_net_peers", {{"set", "probed"}}), 32);
@@ -507,7 +512,7 @@ TEST(NetFiguresTest, DownAndUnresolvedPeersAreShown) {
 
 TEST_F(NetProbeTest, BudgetSkipsThroughput) {
   config_.budget.net_bytes_per_hour = 1024;
-  const auto outcome = probe_->Run(Context(RunMode::kScheduled));
+  const auto outcome = probe_->RunScheduled(Scheduled());
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.message;
   EXPECT_EQ(outcome.result["throughput"]["skipped"], "budget");
   EXPECT_EQ(
@@ -519,7 +524,7 @@ TEST_F(NetProbeTest, FullRunTablesAndBadHosts) {
   const std::string self = SelfAddress();
   const nlohmann::json options = {
       {"hosts", {self}}, {"tests", {"latency", "tcp-throughput", "connections"}}, {"datarate", 8}, {"duration", 0.2}};
-  const auto outcome = probe_->Run(Context(RunMode::kFull, options));
+  const auto outcome = probe_->RunFull(Full(options));
   ASSERT_EQ(outcome.status, ProbeOutcome::Status::kSuccess) << outcome.reason << ": " << outcome.message;
   const auto& tests = outcome.result["tests"];
   ASSERT_EQ(tests["latency"].size(), 1u);
@@ -540,13 +545,13 @@ TEST_F(NetProbeTest, FullRunTablesAndBadHosts) {
   nlohmann::json bad = options;
   bad["hosts"] = {self, "127.0.0.1:1"};
   bad["tests"] = {"latency"};
-  auto failed = probe_->Run(Context(RunMode::kFull, bad));
+  auto failed = probe_->RunFull(Full(bad));
   EXPECT_EQ(failed.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(failed.reason, "bad_hosts");
   ASSERT_EQ(failed.result["bad_hosts"].size(), 1u) << failed.result.dump();  // only the dead one
   EXPECT_FALSE(failed.result["tests"].contains("latency"));                  // nothing ran
   bad["ignore_bad_hosts"] = true;
-  const auto ignored = probe_->Run(Context(RunMode::kFull, bad));
+  const auto ignored = probe_->RunFull(Full(bad));
   ASSERT_EQ(ignored.status, ProbeOutcome::Status::kSuccess) << ignored.message << ": " << ignored.result.dump();
   EXPECT_EQ(ignored.result["tests"]["latency"].size(), 1u);
   EXPECT_EQ(ignored.result["bad_hosts"][0]["node"], "127.0.0.1:1");
@@ -569,8 +574,8 @@ TEST(NetOptionsTest, Validation) {
 TEST(NetProbeNoServicesTest, WithoutSecretFileTheCliCannotAuthenticate) {
   ProbeDeps deps;
   auto probe = CreateNetProbe(deps);  // no StartServices: the CLI's situation
-  const RunContext ctx = MakeRunContext(DefaultConfig(), "net", RunMode::kFull);
-  const auto outcome = probe->Run(ctx);
+  const FullRunContext ctx = MakeFullRunContext(DefaultConfig(), "net");
+  const auto outcome = probe->RunFull(ctx);
   EXPECT_EQ(outcome.status, ProbeOutcome::Status::kFailure);
   EXPECT_EQ(outcome.reason, "no_secret");
 }

@@ -19,7 +19,7 @@ namespace hostperf::exporter {
 
 // The one full-run code path shared by the CLI (`hostperf cpu|io|memory|net`)
 // and the run API: options parsed once by the probe's module, the
-// RunContext and the call.
+// FullRunContext and the call.
 
 // A run API body: {"probes": [...], "duration": "60s", "options": {"disk": {...}}}.
 struct FullRunRequest {
@@ -45,12 +45,12 @@ struct FullRunCallbacks {
 };
 
 // The context of one probe's full run.
-probes::RunContext MakeFullRunContext(const config::Config& config, std::string_view probe,
-                                      std::shared_ptr<const probes::ProbeOptions> options,
-                                      const std::atomic<bool>* cancel, FullRunCallbacks callbacks = {});
+probes::FullRunContext FullRunContextFor(const config::Config& config, std::string_view probe,
+                                         std::shared_ptr<const probes::ProbeOptions> options,
+                                         const std::atomic<bool>* cancel, FullRunCallbacks callbacks = {});
 
 // Runs the probe's full mode with parsed options. Never throws: exceptions
-// are an "internal_error" (Probe::Run).
+// are an "internal_error" (Probe::RunFull).
 probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& config,
                                   std::shared_ptr<const probes::ProbeOptions> options, const std::atomic<bool>* cancel,
                                   FullRunCallbacks callbacks = {});

@@ -27,9 +27,6 @@ class Registry;
 
 namespace hostperf::probes {
 
-enum class RunMode { kScheduled, kFull };
-std::string_view ToString(RunMode mode);
-
 // What a full run reports while it goes (vioperf's current test, elapsed and
 // remaining time). Scheduled runs may ignore it.
 struct Progress {
@@ -45,25 +42,18 @@ struct ProbeOptions {
   virtual ~ProbeOptions() = default;
 };
 
-// Everything a probe may use during one run. Probes measure; they do not
-// sleep on the scheduler's behalf, and they return soon after ShouldStop().
+// What both of a probe's faces get for one run: its bounds, its own
+// settings and the impact budget. Probes measure; they do not sleep on the
+// scheduler's behalf, and they return soon after ShouldStop().
 struct RunContext {
-  RunMode mode = RunMode::kScheduled;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   const std::atomic<bool>* cancel = nullptr;
   // The probe's own [probes.<name>] settings (its module's struct) and
   // schedule.
   std::shared_ptr<const config::ProbeSection> settings;
   config::ProbeSchedule schedule;
-  // Full runs: the options its module parsed. Null: the defaults (and for
-  // scheduled runs).
-  std::shared_ptr<const ProbeOptions> options;
-  std::function<void(const Progress&)> on_progress;
-  // Probe-specific report entries as they are produced (e.g. one vioperf
-  // table row, as JSON with a "kind"); may be empty.
-  std::function<void(const nlohmann::json&)> on_report;
   // The sidecar's impact budget: spend disk and network bytes here before
-  // using them. Left null, Probe::Run lends the probe's own budget with
+  // using them. Left null, the Probe lends its own budget with
   // `budget_limits` (a run outside the daemon).
   ImpactBudget* budget = nullptr;
   config::BudgetConfig budget_limits;
@@ -71,20 +61,46 @@ struct RunContext {
   bool Cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
   bool ShouldStop() const { return Cancelled() || std::chrono::steady_clock::now() >= deadline; }
 
-  // The settings and options as the module's own types (a mismatch is a
-  // programming error: it throws, and Probe::Run reports internal_error).
+  // The settings as the module's own type (a mismatch is a programming
+  // error: it throws, and the Probe reports internal_error).
   template <typename S>
   const S& Settings() const {
     if (settings == nullptr) throw std::logic_error("run without settings");
     return dynamic_cast<const S&>(*settings);
   }
-  // Null when the run takes the defaults.
+};
+
+// The sidecar face: a scheduled, low-impact run within the budget that
+// publishes the probe's metrics. It takes no options and reports nothing
+// while it goes.
+struct ScheduledContext : RunContext {};
+
+// The reference-tool face: a full-strength run on demand (the run API, the
+// CLI, `hostperf check`), with its typed options and its progress and report
+// callbacks.
+struct FullRunContext : RunContext {
+  // The options its module parsed. Null: the defaults.
+  std::shared_ptr<const ProbeOptions> options;
+  // May be empty.
+  std::function<void(const Progress&)> on_progress;
+  // Probe-specific report entries as they are produced (e.g. one vioperf
+  // table row, as JSON with a "kind"); may be empty.
+  std::function<void(const nlohmann::json&)> on_report;
+
+  // The options as the module's own type; null when the run takes the
+  // defaults.
   template <typename O>
   const O* Options() const {
     if (options == nullptr) return nullptr;
     const O* typed = dynamic_cast<const O*>(options.get());
     if (typed == nullptr) throw std::logic_error("run with another probe's options");
     return typed;
+  }
+  void Report(const nlohmann::json& entry) const {
+    if (on_report) on_report(entry);
+  }
+  void ReportProgress(const Progress& progress) const {
+    if (on_progress) on_progress(progress);
   }
 };
 
@@ -117,16 +133,21 @@ struct ProbeDeps {
 // the pointer as long as it keeps the families.
 std::shared_ptr<prometheus::Registry> RegistryFor(const ProbeDeps& deps);
 
+// A probe has two faces: the sidecar face the scheduler calls and the
+// reference-tool face the run manager and the CLI call. Both run through
+// this class, which owns what they share: one measurement at a time (a
+// second one would disturb the first, so it is skipped as "busy"), a budget
+// always lent (see RunContext::budget), and no exception crossing the probe
+// boundary ("internal_error").
 class Probe {
  public:
   virtual ~Probe() = default;
   virtual std::string_view Name() const = 0;
 
-  // Measures once; the one runner of every probe, scheduled or full: one
-  // measurement at a time (a second one would disturb the first, so it is
-  // skipped as "busy"), a budget always lent (see RunContext::budget), and no
-  // exception crosses the probe boundary ("internal_error").
-  ProbeOutcome Run(const RunContext& context);
+  // One scheduled, low-impact measurement.
+  ProbeOutcome RunScheduled(const ScheduledContext& context);
+  // One full-strength run of the reference tool this probe reproduces.
+  ProbeOutcome RunFull(const FullRunContext& context);
 
   // Long-running services the daemon hosts for this probe (the net probe's
   // peer responder), and metrics to expose before the first run (the disk
@@ -137,11 +158,15 @@ class Probe {
   virtual void StartServices(const config::ProbeConfig& /*section*/) {}
 
  protected:
-  // One measurement, with a budget and the probe to itself. Updates the
-  // probe's own metrics.
-  virtual ProbeOutcome Measure(const RunContext& context) = 0;
+  // Each face's measurement, with a budget and the probe to itself. The
+  // scheduled one updates the probe's own metrics.
+  virtual ProbeOutcome MeasureScheduled(const ScheduledContext& context) = 0;
+  virtual ProbeOutcome MeasureFull(const FullRunContext& context) = 0;
 
  private:
+  template <typename Context>
+  ProbeOutcome Guarded(const Context& context, ProbeOutcome (Probe::*measure)(const Context&));
+
   std::mutex run_mutex_;
   ImpactBudget own_budget_{[] { return std::chrono::steady_clock::now(); }};
 };
@@ -250,9 +275,10 @@ Result<std::shared_ptr<const ProbeOptions>> ParseProbeOptions(
     std::string_view probe, const nlohmann::json& options,
     std::optional<std::chrono::nanoseconds> duration = std::nullopt);
 
-// A context for one run of `probe` under `config`: its settings and schedule,
-// and the config's budget limits.
-RunContext MakeRunContext(const config::Config& config, std::string_view probe, RunMode mode);
+// A context for one run of `probe` under `config`: its settings and
+// schedule, and the config's budget limits.
+ScheduledContext MakeScheduledContext(const config::Config& config, std::string_view probe);
+FullRunContext MakeFullRunContext(const config::Config& config, std::string_view probe);
 
 // The names of every registered probe, "cpu, disk, ..." (for messages).
 std::string KnownProbeNames();

@@ -1,8 +1,10 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "hostperf/base/result.h"
 #include "hostperf/probes/probe.h"
@@ -14,10 +16,19 @@ namespace hostperf::probes::disk {
 // Scheduled runs: one pass of each test over bytes_per_run / 2 of files
 // (Write and ReWrite together write bytes_per_run), idle I/O priority, an
 // hourly byte budget and a free-space guard. Full runs: vioperf's duration,
-// log interval and options (RunContext::options, see options.h); each
-// directory and each table row is reported through RunContext::on_report
+// log interval and options (FullRunContext::options, see options.h); each
+// directory and each table row is reported through FullRunContext::on_report
 // ({"kind": "directory"} and {"kind": "row"}).
 std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps);
+
+// Seams for tests.
+struct DiskProbeSeams {
+  // Called on the run's thread after each test of a directory (Write,
+  // ReWrite, Read, SkipRead), with the directory and the test's name, before
+  // the next one starts.
+  std::function<void(const std::string& directory, std::string_view test)> after_test;
+};
+std::unique_ptr<Probe> CreateDiskProbe(const ProbeDeps& deps, DiskProbeSeams seams);
 
 // vioperf's report pieces, from the probe's JSON.
 std::string FormatVioperfBanner(int physical_cores);
