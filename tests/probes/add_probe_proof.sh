@@ -187,11 +187,12 @@ daemon() {
     sleep 0.5
   done
   grep -E '^hostperf_probe_(success|runs_total)\{probe="loadavg"\}|^hostperf_loadavg_' <<<"$metrics"
-  local families
+  local families landing
+  landing=$(fetch "http://127.0.0.1:$port/")
   families=$(grep -oE '^# TYPE hostperf_loadavg_[a-z_]+' <<<"$metrics" | cut -d' ' -f3)
   if grep -q '^hostperf_probe_success{probe="loadavg"} 1' <<<"$metrics" &&
     grep -q 'hostperf_loadavg_load_per_cpu' <<<"$families" &&
-    fetch "http://127.0.0.1:$port/" | grep -q '<td>loadavg</td>'; then
+    grep -q '<td>loadavg</td>' <<<"$landing"; then
     status=0
     for family in $families; do
       grep -qF "\`$family\`" "$tree/probes/loadavg/metrics.md" || { echo "$family: not on probes/loadavg/metrics.md"; status=1; }
