@@ -6,6 +6,7 @@
 #                        the top entry's
 #   changelog.gz         the upstream changelog, CHANGELOG.md
 #   docs/                runbooks, metrics reference and the rest of docs/
+#   probes/<name>/       each probe's metrics page (probes/<name>/metrics.md)
 #   examples/            the annotated config (systemd/install_system_files.cmake.in)
 #   man1/                hostperf_exporter.1.gz and hostperf.1.gz, generated
 #                        from the binaries' --help by help2man
@@ -94,6 +95,13 @@ add_custom_target(hostperf_debian_files ALL DEPENDS ${_doc_outputs} ${_man_outpu
 
 install(FILES ${_deb_src}/copyright ${_doc_outputs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+# Each probe's metrics page, probes/<name>/metrics.md, where docs/metrics.md's
+# relative links find it.
+file(GLOB _probe_pages RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/probes/*/metrics.md)
+foreach(_page IN LISTS _probe_pages)
+  get_filename_component(_page_dir ${_page} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${_page} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${_page_dir})
+endforeach()
 if(EXISTS ${_deb_src}/lintian-overrides)
   install(FILES ${_deb_src}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides RENAME hostperf)
 endif()

@@ -1,5 +1,7 @@
 """Helpers shared by the Python end-to-end tests (dashboards e2e, the Alertmanager
-example check, the fleet simulation): ports, HTTP and waiting with a deadline."""
+example check, the fleet simulation, the footprint test): ports, HTTP, waiting with a
+deadline, and the probes a daemon runs."""
+import re
 import signal
 import socket
 import subprocess
@@ -46,3 +48,11 @@ def stop_process(child, timeout=15):
     except subprocess.TimeoutExpired:
         child.kill()
         child.wait()
+
+
+def enabled_probes(exposition):
+    """The probes a daemon schedules, read from its /metrics text: the framework declares
+    hostperf_probe_interval_seconds{probe} for every enabled probe from start-up, so that
+    tests take the probe set from the daemon (the registered probe folders) instead of
+    naming it."""
+    return sorted(set(re.findall(r'^hostperf_probe_interval_seconds\{probe="([^"]+)"\} ', exposition, re.M)))

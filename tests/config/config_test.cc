@@ -72,17 +72,20 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(a.full_runs.options_json, b.full_runs.options_json);
   EXPECT_EQ(a.full_runs.host, b.full_runs.host);
 
-  ExpectSameSchedule(a.Section("cpu").schedule, b.Section("cpu").schedule, "cpu");
+  // Every registered probe's schedule, then the built-in probes' own settings.
+  EXPECT_EQ(a.probes.size(), b.probes.size());
+  for (const auto& [name, section] : a.probes) {
+    ASSERT_TRUE(b.probes.contains(name)) << name;
+    ExpectSameSchedule(section.schedule, b.Section(name).schedule, name);
+  }
   EXPECT_EQ(Cpu(a).calibration_runs, Cpu(b).calibration_runs);
   EXPECT_EQ(Cpu(a).throttle_samples, Cpu(b).throttle_samples);
   EXPECT_EQ(Cpu(a).low_load_gap, Cpu(b).low_load_gap);
   EXPECT_EQ(Cpu(a).high_load_spin, Cpu(b).high_load_spin);
   EXPECT_EQ(Cpu(a).baselines, Cpu(b).baselines);
 
-  ExpectSameSchedule(a.Section("memory").schedule, b.Section("memory").schedule, "memory");
   EXPECT_EQ(Memory(a).memory_budget, Memory(b).memory_budget);
 
-  ExpectSameSchedule(a.Section("disk").schedule, b.Section("disk").schedule, "disk");
   EXPECT_EQ(Disk(a).directories, Disk(b).directories);
   EXPECT_EQ(Disk(a).directory_roles, Disk(b).directory_roles);
   EXPECT_EQ(Disk(a).bytes_per_run, Disk(b).bytes_per_run);
@@ -93,7 +96,6 @@ void ExpectSameConfig(const Config& a, const Config& b) {
   EXPECT_EQ(Disk(a).disable_crc, Disk(b).disable_crc);
   EXPECT_EQ(Disk(a).reserve, Disk(b).reserve);
 
-  ExpectSameSchedule(a.Section("net").schedule, b.Section("net").schedule, "net");
   EXPECT_EQ(Net(a).bind_address, Net(b).bind_address);
   EXPECT_EQ(Net(a).ports, Net(b).ports);
   EXPECT_EQ(Net(a).secret_file, Net(b).secret_file);
@@ -152,11 +154,12 @@ TEST(DefaultsTest, MatchDesignDocument) {
   EXPECT_EQ(Net(c).max_peers_per_cycle, 32u);
   EXPECT_EQ(Net(c).observers, 8u);
   // Defaults must themselves be valid: every timeout within its interval.
-  for (const ProbeSchedule* s : {&c.Section("cpu").schedule, &c.Section("memory").schedule, &c.Section("disk").schedule,
-                                 &c.Section("net").schedule}) {
-    EXPECT_GE(s->interval, 1s);
-    EXPECT_GT(s->timeout, 0s);
-    EXPECT_LE(s->timeout, s->interval);
+  for (const probes::ProbeModule* module : probes::AllProbes()) {
+    SCOPED_TRACE(std::string(module->name));
+    const ProbeSchedule& s = c.Section(module->name).schedule;
+    EXPECT_GE(s.interval, 1s);
+    EXPECT_GT(s.timeout, 0s);
+    EXPECT_LE(s.timeout, s.interval);
   }
 }
 

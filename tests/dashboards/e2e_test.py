@@ -10,7 +10,7 @@
      dashboards judge), scrapes /metrics and checks that every metric name the
      dashboards and rules use is served (recording-rule outputs, ALERTS and up
      excepted; a full-run calendar a week ahead makes the next-run gauge
-     served), that every family is documented in docs/metrics.md;
+     served), that every family is documented (docs/metrics.md, probes/<name>/metrics.md);
   3. starts Alertmanager and Prometheus (2 s scrape and evaluation) with the rules
      from dashboards/rules, `for:` durations cut to 2 s and group intervals
      removed by this script (the only changes: see shorten_for);
@@ -197,7 +197,7 @@ def wait_for_probes(url, deadline):
 
 
 # Families the dashboards use that this test's host cannot serve, and why:
-# they are still checked against docs/metrics.md.
+# they are still checked against the metric docs.
 ABSENT_HERE = {
     "hostperf_disk_member_service_ratio": "arrays of two or more devices only; the test's directory is on one disk",
     "hostperf_disk_member_seconds_per_op": "needs 8 device operations in a run; the test's runs write 4 MB",
@@ -220,8 +220,10 @@ KERNEL_FACTS = {
 
 def check_metric_names(exposition):
     families = lib.exposition_families(exposition)
+    # docs/metrics.md and each probe's own page, probes/<name>/metrics.md.
+    pages = [lib.ROOT / "docs" / "metrics.md", *sorted(lib.ROOT.glob("probes/*/metrics.md"))]
     documented = set(re.findall(r"`((?:hostperf|process)_[a-z0-9_]+)`",
-                                (lib.ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")))
+                                "".join(page.read_text(encoding="utf-8") for page in pages)))
     allowed = lib.recorded_names() | {"ALERTS", "up"}
     errors = []
     used = {}
@@ -240,13 +242,13 @@ def check_metric_names(exposition):
         fact = KERNEL_FACTS.get(name)
         if family is None and fact and f'hostperf_cpu_sysfs_available{{fact="{fact}"}} 0' in exposition:
             if name not in documented:
-                errors.append(f"{name} ({where}) is not documented in docs/metrics.md")
+                errors.append(f"{name} ({where}) is not documented in docs/metrics.md or a probe's page")
             print(f"ok: {name} absent: this kernel does not expose {fact}")
             continue
         if family is None:
             errors.append(f"{name} ({where}) is not served by the daemon")
         elif family and family not in documented:
-            errors.append(f"{family} ({where}) is not documented in docs/metrics.md")
+            errors.append(f"{family} ({where}) is not documented in docs/metrics.md or a probe's page")
     if errors:
         raise Failure("metric names:\n  " + "\n  ".join(errors))
     print(f"ok: {len(used)} metric names used by dashboards and rules; the daemon serves every one")

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "process_harness.h"
+#include "registered_probes.h"
 
 namespace hostperf::testing {
 namespace {
@@ -20,16 +21,26 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
+// Every registered probe's command, then `hostperf check` (the cluster's).
+std::vector<std::string> Commands() {
+  std::vector<std::string> commands = ProbeCommands();
+  commands.emplace_back("check");
+  return commands;
+}
+
 TEST(CliUsage, ABadOptionIsOneLineNamingItAndWhereHelpIs) {
-  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"io", "--bogus"}, "hostperf io: unknown option \"--bogus\"; see 'hostperf io --help'\n"},
-      {{"net", "--bogus=1"}, "hostperf net: unknown option \"--bogus=1\"; see 'hostperf net --help'\n"},
-      {{"cpu", "-x"}, "hostperf cpu: unknown option \"-x\"; see 'hostperf cpu --help'\n"},
-      {{"memory", "--bogus"}, "hostperf memory: unknown option \"--bogus\"; see 'hostperf memory --help'\n"},
-      {{"check", "--bogus"}, "hostperf check: unknown option \"--bogus\"; see 'hostperf check --help'\n"},
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--bogus"}, "hostperf: unknown option \"--bogus\"; see 'hostperf --help'\n"},
       {{"frob"}, "hostperf: unknown command \"frob\"; see 'hostperf --help'\n"},
   };
+  // Each command, each kind of unknown option.
+  for (const std::string& command : Commands()) {
+    for (const std::string option : {"--bogus", "--bogus=1", "-x"}) {
+      cases.push_back(
+          {{command, option},
+           "hostperf " + command + ": unknown option \"" + option + "\"; see 'hostperf " + command + " --help'\n"});
+    }
+  }
   for (const auto& [args, expected] : cases) {
     const auto run = RunCommand(HOSTPERF_CLI_BIN, args, seconds(10));
     EXPECT_EQ(run.status, 2) << args[0];
@@ -49,7 +60,9 @@ TEST(CliUsage, ABadOptionIsOneLineNamingItAndWhereHelpIs) {
 TEST(CliUsage, EveryCommandHasItsOwnHelp) {
   const auto global = RunCommand(HOSTPERF_CLI_BIN, {"--help"}, seconds(10));
   ASSERT_EQ(global.status, 0) << global.err;
-  for (const std::string command : {"io", "net", "cpu", "memory", "check"}) {
+  const std::vector<std::string> commands = Commands();
+  ASSERT_GT(commands.size(), 1u);
+  for (const std::string& command : commands) {
     // The global usage lists the command...
     EXPECT_THAT(global.out, HasSubstr("\n  " + command + " ")) << command;
     // ...and its own --help starts with its usage line, and is not the global one.
@@ -66,8 +79,15 @@ TEST(CliUsage, EveryCommandHasItsOwnHelp) {
 // run the matching command with the tool's own arguments.
 TEST(CliDropIn, ReferenceToolNamesRunTheirCommand) {
   const std::filesystem::path drop_in = std::filesystem::path(HOSTPERF_CLI_BIN).parent_path() / "drop-in";
-  const std::pair<std::string, std::string> tools[] = {
-      {"vnetperf", "net"}, {"vioperf", "io"}, {"vcpuperf", "cpu"}, {"gpcheckperf", "check"}};
+  // Each probe module's reference tool, and Greenplum's gpcheckperf (`check`).
+  std::vector<std::pair<std::string, std::string>> tools;
+  for (const probes::ProbeModule* module : probes::AllProbes()) {
+    if (!module->command.reference_tool.empty()) {
+      tools.emplace_back(module->command.reference_tool, module->command.name);
+    }
+  }
+  tools.emplace_back("gpcheckperf", "check");
+  ASSERT_GT(tools.size(), 1u);
   for (const auto& [tool, command] : tools) {
     const std::string link = (drop_in / tool).string();
     ASSERT_TRUE(std::filesystem::is_symlink(link)) << link;

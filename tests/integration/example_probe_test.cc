@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "process_harness.h"
+#include "registered_probes.h"
 
 namespace hostperf::testing {
 namespace {
@@ -56,10 +57,8 @@ TEST(ExampleProbe, IsScheduledAndServedOnMetricsAndTheLandingPage) {
   const std::string config =
       dir.Write("hostperf.toml", "state_directory = \"" + dir.path() +
                                      "/state\"\n"
-                                     "[scheduler]\nfirst_run_splay = \"0s\"\n"
-                                     "[probes.cpu]\nenabled = false\n[probes.disk]\nenabled = false\n"
-                                     "[probes.memory]\nenabled = false\n[probes.net]\nenabled = false\n"
-                                     "[probes.example]\ngreeting = \"hello there\"\n");
+                                     "[scheduler]\nfirst_run_splay = \"0s\"\n" +
+                                     DisabledProbesToml() + "[probes.example]\ngreeting = \"hello there\"\n");
   ChildProcess daemon(HOSTPERF_EXAMPLE_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"});
   const int port = daemon.ListeningPort();
   ASSERT_NE(port, 0) << daemon.Stderr();

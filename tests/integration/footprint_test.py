@@ -27,10 +27,9 @@ import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "common"))
-from harness import Failure, free_port, http_get, stop_process, wait_for  # noqa: E402
+from harness import Failure, enabled_probes, free_port, http_get, stop_process, wait_for  # noqa: E402
 
 SKIP = 77
-PROBES = ("cpu", "memory", "disk", "net")
 DEADLINE_SECONDS = 240
 
 
@@ -105,14 +104,19 @@ ports = [{free_port()}]
                 print("footprint_test: skipped: the exporter runs a sanitizer's runtime")
                 return SKIP
 
+        # Every probe the daemon runs (at its defaults: every registered one).
+        probes = enabled_probes(http_get(f"http://127.0.0.1:{http_port}/metrics"))
+        if not probes:
+            raise Failure("the daemon declares no enabled probe on /metrics")
+
         def all_ran():
             text = http_get(f"http://127.0.0.1:{http_port}/metrics")
             ran = {m.group(1) for m in re.finditer(r'^hostperf_probe_runs_total\{probe="(\w+)"\} ([1-9]\S*)$',
                                                    text, re.M)}
-            return all(p in ran for p in PROBES)
+            return all(p in ran for p in probes)
 
         # Every probe once: their libraries and per-run state are part of the steady footprint.
-        wait_for("every probe's first run", all_ran, deadline, 0.5)
+        wait_for(f"every probe's first run ({', '.join(probes)})", all_ran, deadline, 0.5)
         before = rss_kib(child.pid)
         scrape(http_port, args.scrapes, args.clients)
         samples = []

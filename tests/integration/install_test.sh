@@ -23,6 +23,12 @@ for f in share/doc/hostperf/copyright share/doc/hostperf/changelog.gz share/doc/
   share/doc/hostperf/docs/runbooks.md share/doc/hostperf/docs/metrics.md; do
   [[ -f $prefix/$f ]] || { echo "missing $f"; exit 1; }
 done
+# Each probe's metrics page beside docs/, where docs/metrics.md's links find it.
+source_dir=$(cd "$(dirname "$0")/../.." && pwd)
+for page in "$source_dir"/probes/*/metrics.md; do
+  f=share/doc/hostperf/${page#"$source_dir"/}
+  [[ -f $prefix/$f ]] || { echo "missing $f"; exit 1; }
+done
 # The installed CLI links neither the daemon's libsystemd nor libcrypt.
 "$(dirname "$0")/../cli_libs_check.sh" "$prefix/bin/hostperf"
 # The web config example, and the TLS shims for CivetWeb next to the binaries.

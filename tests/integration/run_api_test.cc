@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "process_harness.h"
+#include "registered_probes.h"
 
 namespace hostperf::testing {
 namespace {
@@ -35,11 +38,8 @@ constexpr const char* kToken = "integration-token-0123456789";
 std::string ApiConfig(const TempDir& dir, const std::string& token_file) {
   return "state_directory = \"" + dir.path() + "/state\"\n" +
          (token_file.empty() ? "" : "[api]\ntoken_file = \"" + token_file + "\"\n") +
-         "[probes.cpu]\nenabled = false\n"
-         "[probes.memory]\nenabled = false\n"
-         "[probes.disk]\nenabled = false\nreserve = \"1kb\"\n"
-         "[probes.net]\nenabled = false\nports = [" +
-         std::to_string(FreeLoopbackPort()) + "]\n";
+         DisabledProbesToml(
+             {{"disk", "reserve = \"1kb\"\n"}, {"net", "ports = [" + std::to_string(FreeLoopbackPort()) + "]\n"}});
 }
 
 class ApiDaemon {
@@ -266,40 +266,68 @@ TEST(RunApi, SmallFullRunOfEveryProbeAndHistoryAcrossARestart) {
   const std::string token_file = dir.Write("token", kToken);
   const std::string config = dir.Write("c.toml", ApiConfig(dir, token_file));
   std::string id;
+  json results;
+  // Every registered probe: small options for those below, the defaults for
+  // any other; and what each of those probes' results and /metrics hold.
+  const std::vector<std::string> probes = RegisteredProbes();
+  const json small = {{"disk", DiskBody(data, "1s")["options"]["disk"]},
+                      {"memory", {{"array_elements", 200000}, {"iterations", 2}, {"threads", 1}}},
+                      {"net", {{"tests", {"latency", "tcp-throughput"}}, {"datarate", 64}, {"duration", 0.3}}}};
+  std::string metrics_text;
+  std::string landing_text;
+  const std::map<std::string, std::function<void(const json&)>> checks = {
+      {"memory",
+       [](const json& result) {
+         EXPECT_EQ(result["kernels"].size(), 4u);
+         EXPECT_EQ(result["validation"]["ok"], true);
+       }},
+      {"disk",
+       [&](const json& result) {
+         EXPECT_EQ(result["directories"][0]["directory"], data);
+         EXPECT_EQ(result["directories"][0]["verify_errors"], 0);
+         EXPECT_THAT(metrics_text, HasSubstr("hostperf_full_run_figure{figure=\"write_bytes_per_second_per_core\""));
+         EXPECT_THAT(landing_text, HasSubstr("per physical core"));  // judged on the landing page
+       }},
+      {"net",
+       [](const json& result) {
+         EXPECT_FALSE(result["tests"]["latency"].empty()) << result.dump();
+         EXPECT_FALSE(result["tests"]["tcp-throughput"].empty()) << result.dump();
+       }},
+      {"cpu",
+       [](const json& result) {
+         EXPECT_EQ(result["checksum_ok"], true);
+         EXPECT_GT(result["cpu_seconds"].get<double>(), 0);
+       }},
+  };
   {
     ApiDaemon daemon(config);
-    json body = DiskBody(data, "1s");
-    body["probes"] = {"memory", "disk", "net", "cpu"};
-    body["options"]["memory"] = {{"array_elements", 200000}, {"iterations", 2}, {"threads", 1}};
-    body["options"]["net"] = {{"tests", {"latency", "tcp-throughput"}}, {"datarate", 64}, {"duration", 0.3}};
+    json body = {{"probes", probes}, {"duration", "1s"}, {"options", json::object()}};
+    for (const std::string& probe : probes) {
+      if (small.contains(probe)) body["options"][probe] = small[probe];
+    }
     id = Accepted(daemon, body);
     const json run = daemon.WaitFinished(id, seconds(240));
     ASSERT_EQ(run.value("state", ""), "succeeded") << run.dump(2);
-    const json& results = run["results"];
-    EXPECT_EQ(results["memory"]["kernels"].size(), 4u);
-    EXPECT_EQ(results["memory"]["validation"]["ok"], true);
-    EXPECT_EQ(results["disk"]["directories"][0]["directory"], data);
-    EXPECT_EQ(results["disk"]["directories"][0]["verify_errors"], 0);
-    EXPECT_FALSE(results["net"]["tests"]["latency"].empty()) << results["net"].dump();
-    EXPECT_FALSE(results["net"]["tests"]["tcp-throughput"].empty()) << results["net"].dump();
-    EXPECT_EQ(results["cpu"]["checksum_ok"], true);
-    EXPECT_GT(results["cpu"]["cpu_seconds"].get<double>(), 0);
-    EXPECT_EQ(run["outcomes"]["cpu"]["status"], "success");
+    results = run["results"];
     EXPECT_TRUE(DirectoryEmpty(data));
 
-    // The last full run on /metrics, next to the scheduled families.
+    // The last full run on /metrics, next to the scheduled families; the
+    // landing page links to it and judges it.
     const auto metrics = HttpRequest(daemon.Port(), "GET", "/metrics");
     ASSERT_TRUE(metrics);
-    for (const char* probe : {"cpu", "disk", "memory", "net"}) {
-      EXPECT_THAT(metrics->body, HasSubstr(std::string("hostperf_full_run_success{probe=\"") + probe + "\"} 1"));
-    }
-    EXPECT_THAT(metrics->body, HasSubstr("hostperf_full_run_figure{figure=\"write_bytes_per_second_per_core\""));
-    EXPECT_THAT(metrics->body, HasSubstr("hostperf_full_runs_total{state=\"succeeded\"} 1"));
-    // The landing page links to it and judges it.
+    metrics_text = metrics->body;
     const auto landing = HttpRequest(daemon.Port(), "GET", "/");
     ASSERT_TRUE(landing);
-    EXPECT_THAT(landing->body, HasSubstr("<a href=\"/api/v1/runs/" + id + "\">"));
-    EXPECT_THAT(landing->body, HasSubstr("per physical core"));
+    landing_text = landing->body;
+    EXPECT_THAT(metrics_text, HasSubstr("hostperf_full_runs_total{state=\"succeeded\"} 1"));
+    EXPECT_THAT(landing_text, HasSubstr("<a href=\"/api/v1/runs/" + id + "\">"));
+    for (const std::string& probe : probes) {
+      SCOPED_TRACE(probe);
+      EXPECT_EQ(run["outcomes"][probe]["status"], "success");
+      ASSERT_TRUE(results.contains(probe));
+      EXPECT_THAT(metrics_text, HasSubstr("hostperf_full_run_success{probe=\"" + probe + "\"} 1"));
+      if (const auto check = checks.find(probe); check != checks.end()) check->second(results[probe]);
+    }
 
     // A reload with an empty token file fails and keeps the old token.
     dir.Write("token", "");
@@ -313,12 +341,14 @@ TEST(RunApi, SmallFullRunOfEveryProbeAndHistoryAcrossARestart) {
   ApiDaemon restarted(config);
   const json again = restarted.Run(id);
   EXPECT_EQ(again.value("state", ""), "succeeded") << again.dump();
-  EXPECT_EQ(again["results"]["cpu"]["checksum_ok"], true);
+  EXPECT_EQ(again["results"], results);
   const HttpReply list = restarted.Call("GET", "/api/v1/runs", "", "");
   EXPECT_THAT(list.body, HasSubstr(id));
   const auto metrics = HttpRequest(restarted.Port(), "GET", "/metrics");
   ASSERT_TRUE(metrics);
-  EXPECT_THAT(metrics->body, HasSubstr("hostperf_full_run_success{probe=\"cpu\"} 1"));
+  for (const std::string& probe : probes) {
+    EXPECT_THAT(metrics->body, HasSubstr("hostperf_full_run_success{probe=\"" + probe + "\"} 1"));
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "net_http_fault_harness.h"
 #include "process_harness.h"
+#include "registered_probes.h"
 
 namespace hostperf::testing {
 namespace {
@@ -36,27 +37,32 @@ constexpr double kMaxRssGrowthSlackKib = 2048;  // tiny processes: allocator noi
 constexpr double kMaxFdGrowth = 5;
 constexpr int kWorkerThreads = 64;  // the daemon's HTTP workers (exporter/.../http_server.h)
 
-const std::vector<std::string> kProbes = {"cpu", "memory", "disk", "net"};
-
 int SoakSeconds() {
   const char* value = std::getenv("HOSTPERF_SOAK_SECONDS");
   return value == nullptr ? 0 : std::atoi(value);
 }
 
+// Every registered probe on a schedule of a few seconds: the probes below
+// with small sizes (the net probe against its own loopback responder), any
+// other enabled, with `interval` and `timeout` of 3 s and its defaults.
 std::string SoakConfig(const TempDir& dir, int net_port) {
   const std::string port = std::to_string(net_port);
+  const std::map<std::string, std::string> fast = {
+      {"cpu", "interval = \"3s\"\ntimeout = \"3s\"\ncalibration_runs = 3\nthrottle_samples = 10\n"},
+      {"memory", "interval = \"3s\"\ntimeout = \"3s\"\nmemory_budget = \"8mb\"\n"},
+      {"disk",
+       "interval = \"4s\"\ntimeout = \"4s\"\nbytes_per_run = \"4mb\"\nmax_buffer_size = \"256kb\"\n"
+       "reserve = \"1kb\"\ndisable_direct_io = true\n"},
+      {"net", "interval = \"3s\"\ntimeout = \"3s\"\nbind_address = \"127.0.0.1\"\nports = [" + port +
+                  "]\nsecret_file = \"" + dir.path() + "/secret\"\npeers = [\"127.0.0.1:" + port +
+                  "\"]\npackets_per_cycle = 5\npacket_interval = \"5ms\"\nreply_timeout = \"1s\"\n"
+                  "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\n"},
+  };
   return "state_directory = \"" + dir.path() +
          "/state\"\n"
          "[budget]\ncpu_seconds_per_hour = 3600\ndisk_bytes_per_hour = \"1tb\"\nnet_bytes_per_hour = \"1tb\"\n"
-         "[scheduler]\nfirst_run_splay = \"1s\"\n"
-         "[probes.cpu]\ninterval = \"3s\"\ntimeout = \"3s\"\ncalibration_runs = 3\nthrottle_samples = 10\n"
-         "[probes.memory]\ninterval = \"3s\"\ntimeout = \"3s\"\nmemory_budget = \"8mb\"\n"
-         "[probes.disk]\ninterval = \"4s\"\ntimeout = \"4s\"\nbytes_per_run = \"4mb\"\nmax_buffer_size = \"256kb\"\n"
-         "reserve = \"1kb\"\ndisable_direct_io = true\n"
-         "[probes.net]\ninterval = \"3s\"\ntimeout = \"3s\"\nbind_address = \"127.0.0.1\"\nports = [" +
-         port + "]\nsecret_file = \"" + dir.path() + "/secret\"\npeers = [\"127.0.0.1:" + port +
-         "\"]\npackets_per_cycle = 5\npacket_interval = \"5ms\"\nreply_timeout = \"1s\"\n"
-         "throughput_duration = \"100ms\"\nthroughput_rate = \"4mb\"\n";
+         "[scheduler]\nfirst_run_splay = \"1s\"\n" +
+         ProbeSectionsToml(fast, "enabled = true\ninterval = \"3s\"\ntimeout = \"3s\"\n");
 }
 
 // "name{labels}" -> value for every sample of an exposition.
@@ -95,6 +101,7 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
   // Compare the first and the last minute (a fifth of a shorter run each).
   const int window = std::max(5, std::min(60, seconds / 5));
 
+  const std::vector<std::string> probes = RegisteredProbes();
   TempDir dir;
   dir.Write("secret", "soak-test-shared-secret-0123456789abcdef");
   const int net_port = FreeLoopbackPort();
@@ -109,7 +116,7 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
   std::map<std::string, double> samples;
   const auto warm_until = std::chrono::steady_clock::now() + 60s;
   auto all_ran = [&] {
-    return std::all_of(kProbes.begin(), kProbes.end(),
+    return std::all_of(probes.begin(), probes.end(),
                        [&](const std::string& p) { return ProbeSum(samples, "hostperf_probe_runs_total", p) >= 1; });
   };
   while (!all_ran() && std::chrono::steady_clock::now() < warm_until) {
@@ -120,7 +127,7 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
   }
   ASSERT_TRUE(all_ran()) << "not every probe ran within 60 s\n" << daemon.Stderr();
   std::map<std::string, double> runs_at_start;
-  for (const auto& probe : kProbes) runs_at_start[probe] = ProbeSum(samples, "hostperf_probe_runs_total", probe);
+  for (const auto& probe : probes) runs_at_start[probe] = ProbeSum(samples, "hostperf_probe_runs_total", probe);
 
   // Warm-up: CivetWeb hands each connection to the next idle worker in turn,
   // and a worker's stack and buffers become resident the first time it
@@ -151,7 +158,7 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
       continue;
     }
     samples = Samples(reply->body);
-    for (const auto& probe : kProbes) {
+    for (const auto& probe : probes) {
       if (ProbeSum(samples, "hostperf_probe_success", probe) != 1) ++unsuccessful[probe];
     }
     const long rss_kib = ResidentKib(daemon.pid());
@@ -174,7 +181,7 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
   std::printf("soak: VmRSS %.0f KiB -> %.0f KiB (%+.1f%%), open fds %.0f -> %.0f (%+.0f)\n", rss_before, rss_after,
               rss_before > 0 ? 100.0 * (rss_after - rss_before) / rss_before : 0.0, fds_before, fds_after,
               fds_after - fds_before);
-  for (const auto& probe : kProbes) {
+  for (const auto& probe : probes) {
     const double runs = ProbeSum(samples, "hostperf_probe_runs_total", probe) - runs_at_start[probe];
     const double failures = ProbeSum(samples, "hostperf_probe_failures_total", probe);
     const double skipped = ProbeSum(samples, "hostperf_probe_skipped_total", probe);

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -43,21 +48,38 @@ TEST(ModuleReasonsTest, EveryDeclaredReasonIsAValidUniqueLabelValue) {
   }
 }
 
-TEST(ModuleReasonsTest, BuiltInModulesDeclareTheirDocumentedReasons) {
-  const auto declared = [](std::string_view probe, bool failures) {
-    const ProbeModule* module = FindProbe(probe);
-    std::set<std::string_view> out;
-    if (module == nullptr) return out;
-    const auto& list = failures ? module->failure_reasons : module->skip_reasons;
-    out.insert(list.begin(), list.end());
-    return out;
-  };
-  EXPECT_TRUE(declared("cpu", true).contains("checksum_mismatch"));
-  EXPECT_TRUE(declared("memory", true).contains("validation_failed"));
-  EXPECT_TRUE(declared("disk", true).contains("verify_error"));
-  EXPECT_TRUE(declared("disk", false).contains("no_space"));
-  EXPECT_TRUE(declared("net", true).contains("all_peers_down"));
-  EXPECT_TRUE(declared("net", false).contains("no_peers"));
+// The reasons of a "| failures (...) | `a`, `b` |" or "| skips (...) | none |"
+// row of a probe's page; nullopt without such a row.
+std::optional<std::set<std::string>> DocumentedReasons(const std::string& page, const std::string& row) {
+  std::istringstream in(page);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| " + row + " ", 0) != 0) continue;
+    const std::string cell = line.substr(line.find('|', 2));
+    std::set<std::string> reasons;
+    const std::regex quoted("`([^`]+)`");
+    for (std::sregex_iterator it(cell.begin(), cell.end(), quoted), end; it != end; ++it) reasons.insert((*it)[1]);
+    return reasons;
+  }
+  return std::nullopt;
+}
+
+// Each registered module's page (probes/<name>/metrics.md) lists exactly the
+// reasons it declares, in its "Reasons" table.
+TEST(ModuleReasonsTest, EveryModuleDeclaresTheReasonsItsPageDocuments) {
+  ASSERT_FALSE(AllProbes().empty());
+  for (const ProbeModule* module : AllProbes()) {
+    const std::string path = std::string(HOSTPERF_SOURCE_DIR) + "/probes/" + std::string(module->name) + "/metrics.md";
+    SCOPED_TRACE(path);
+    std::ifstream file(path);
+    ASSERT_TRUE(file) << "no metrics page";
+    const std::string page((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const auto failures = DocumentedReasons(page, "failures");
+    const auto skips = DocumentedReasons(page, "skips");
+    ASSERT_TRUE(failures && skips) << "no \"| failures ... |\" and \"| skips ... |\" rows";
+    EXPECT_EQ(*failures, std::set<std::string>(module->failure_reasons.begin(), module->failure_reasons.end()));
+    EXPECT_EQ(*skips, std::set<std::string>(module->skip_reasons.begin(), module->skip_reasons.end()));
+  }
 }
 
 }  // namespace

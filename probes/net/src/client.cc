@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -184,6 +185,109 @@ void SendUdpData(const SocketAddress& peer, std::uint64_t token, const Throughpu
   result->sent_seconds = std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The pings of one MeasureLatency call: a connected UDP socket per target
+// and the replies seen so far.
+class PingSeries {
+ public:
+  PingSeries(std::span<const PeerTarget> targets, const Secret& secret, const RealtimeClock& realtime)
+      : secret_(secret), realtime_(realtime), results_(targets.size()), states_(targets.size()) {
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      states_[i].fd = NonBlockingSocket(targets[i].address.family(), SOCK_DGRAM);
+      states_[i].session = RandomSessionId();
+      if (!states_[i].fd.valid() ||
+          ::connect(states_[i].fd.get(), targets[i].address.get(), targets[i].address.length) != 0) {
+        results_[i].error = std::string("udp socket: ") + std::strerror(errno);
+        states_[i].fd.Reset();
+      }
+    }
+  }
+
+  // Sends ping `seq` to every target whose socket opened.
+  void SendAll(std::uint32_t seq) {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (!states_[i].fd.valid()) continue;
+      Message ping;
+      ping.type = MessageType::kPing;
+      ping.session = states_[i].session;
+      ping.ping.seq = seq;
+      ping.ping.t1_ns = realtime_();
+      const auto bytes = Encode(ping, secret_);
+      ::send(states_[i].fd.get(), bytes.data(), bytes.size(), MSG_DONTWAIT);
+      results_[i].sent += 1;  // a refused or dropped send is a lost packet too
+      states_[i].answered[seq] = false;
+    }
+  }
+
+  // Every ping sent so far has its reply (targets without a socket aside).
+  bool AllAnswered() const {
+    return std::all_of(states_.begin(), states_.end(), [](const State& s) {
+      return !s.fd.valid() || std::all_of(s.answered.begin(), s.answered.end(), [](auto& e) { return e.second; });
+    });
+  }
+
+  // Waits for replies until `wake` at the latest and reads those that came.
+  void WaitAndRead(Clock::time_point now, Clock::time_point wake) {
+    fds_.clear();
+    for (const State& s : states_) fds_.push_back({s.fd.get(), POLLIN, 0});
+    const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(wake - now);
+    timespec timeout{static_cast<time_t>(std::max<long long>(0, wait.count()) / 1000000),
+                     static_cast<long>(std::max<long long>(0, wait.count()) % 1000000) * 1000};
+    if (::ppoll(fds_.data(), fds_.size(), &timeout, nullptr) <= 0) return;
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (fds_[i].revents & POLLIN) Read(i);
+    }
+  }
+
+  // Reads every reply already waiting.
+  void ReadAll() {
+    for (std::size_t i = 0; i < states_.size(); ++i) {
+      if (states_[i].fd.valid()) Read(i);
+    }
+  }
+
+  std::vector<LatencyResult> Results() {
+    for (LatencyResult& result : results_) result.clock_offset_seconds = ClockOffsetSeconds(result.samples);
+    return std::move(results_);
+  }
+
+ private:
+  struct State {
+    Fd fd;
+    std::uint32_t session = 0;
+    std::map<std::uint32_t, bool> answered;  // seq -> reply seen
+  };
+
+  // Reads every reply waiting on target i's socket.
+  void Read(std::size_t i) {
+    while (true) {
+      const ssize_t n = ::recv(states_[i].fd.get(), buffer_.data(), buffer_.size(), 0);
+      if (n < 0) return;
+      const std::int64_t t4 = realtime_();
+      const Decoded decoded =
+          Decode(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), secret_);
+      if (!decoded.message || decoded.message->type != MessageType::kPong ||
+          decoded.message->session != states_[i].session) {
+        continue;
+      }
+      const Ping& pong = decoded.message->ping;
+      auto seen = states_[i].answered.find(pong.seq);
+      if (seen == states_[i].answered.end() || seen->second) continue;  // unknown or duplicate
+      seen->second = true;
+      const TimestampSample sample{pong.t1_ns, pong.t2_ns, pong.t3_ns, t4};
+      results_[i].received += 1;
+      results_[i].samples.push_back(sample);
+      results_[i].rtt_seconds.push_back(std::max<std::int64_t>(0, sample.Delay()) / 1e9);
+    }
+  }
+
+  const Secret& secret_;
+  const RealtimeClock& realtime_;
+  std::vector<LatencyResult> results_;
+  std::vector<State> states_;
+  std::vector<pollfd> fds_;
+  std::array<std::uint8_t, kMaxMessage> buffer_;
+};
+
 }  // namespace
 
 std::optional<double> ClockOffsetSeconds(std::span<const TimestampSample> samples) {
@@ -214,49 +318,11 @@ std::string_view ToString(SessionOutcome outcome) {
 std::vector<LatencyResult> MeasureLatency(std::span<const PeerTarget> targets, const LatencyOptions& options,
                                           const Secret& secret, const std::function<bool()>& should_stop,
                                           const RealtimeClock& realtime) {
-  struct State {
-    Fd fd;
-    std::uint32_t session = 0;
-    std::map<std::uint32_t, bool> answered;  // seq -> reply seen
-  };
-  std::vector<LatencyResult> results(targets.size());
-  std::vector<State> states(targets.size());
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    states[i].fd = NonBlockingSocket(targets[i].address.family(), SOCK_DGRAM);
-    states[i].session = RandomSessionId();
-    if (!states[i].fd.valid() ||
-        ::connect(states[i].fd.get(), targets[i].address.get(), targets[i].address.length) != 0) {
-      results[i].error = std::string("udp socket: ") + std::strerror(errno);
-      states[i].fd.Reset();
-    }
-  }
-  // Reads every reply waiting on target i's socket.
-  std::uint8_t buffer[kMaxMessage];
-  const auto drain = [&](std::size_t i) {
-    while (true) {
-      const ssize_t n = ::recv(states[i].fd.get(), buffer, sizeof(buffer), 0);
-      if (n < 0) return;
-      const std::int64_t t4 = realtime();
-      const Decoded decoded = Decode(std::span<const std::uint8_t>(buffer, static_cast<std::size_t>(n)), secret);
-      if (!decoded.message || decoded.message->type != MessageType::kPong ||
-          decoded.message->session != states[i].session) {
-        continue;
-      }
-      const Ping& pong = decoded.message->ping;
-      auto seen = states[i].answered.find(pong.seq);
-      if (seen == states[i].answered.end() || seen->second) continue;  // unknown or duplicate
-      seen->second = true;
-      const TimestampSample sample{pong.t1_ns, pong.t2_ns, pong.t3_ns, t4};
-      results[i].received += 1;
-      results[i].samples.push_back(sample);
-      results[i].rtt_seconds.push_back(std::max<std::int64_t>(0, sample.Delay()) / 1e9);
-    }
-  };
+  PingSeries series(targets, secret, realtime);
   const auto start = Clock::now();
   const auto last_send = start + options.interval * (options.packets == 0 ? 0 : options.packets - 1);
   const auto stop_at = last_send + options.reply_timeout;
   std::uint32_t next = 0;
-  std::vector<pollfd> fds;
   bool stopped = false;
   while (true) {
     auto now = Clock::now();
@@ -264,46 +330,14 @@ std::vector<LatencyResult> MeasureLatency(std::span<const PeerTarget> targets, c
       stopped = true;
       break;
     }
-    while (next < options.packets && now >= start + options.interval * next) {
-      for (std::size_t i = 0; i < targets.size(); ++i) {
-        if (!states[i].fd.valid()) continue;
-        Message ping;
-        ping.type = MessageType::kPing;
-        ping.session = states[i].session;
-        ping.ping.seq = next;
-        ping.ping.t1_ns = realtime();
-        const auto bytes = Encode(ping, secret);
-        ::send(states[i].fd.get(), bytes.data(), bytes.size(), MSG_DONTWAIT);
-        results[i].sent += 1;  // a refused or dropped send is a lost packet too
-        states[i].answered[next] = false;
-      }
-      ++next;
-    }
-    const bool all_answered =
-        next == options.packets && std::all_of(states.begin(), states.end(), [](const State& s) {
-          return !s.fd.valid() || std::all_of(s.answered.begin(), s.answered.end(), [](auto& e) { return e.second; });
-        });
-    if (now >= stop_at || all_answered) break;
-    const auto wake = next < options.packets ? start + options.interval * next : stop_at;
-    fds.clear();
-    for (const State& s : states) fds.push_back({s.fd.get(), POLLIN, 0});
-    const auto wait = std::chrono::duration_cast<std::chrono::microseconds>(wake - now);
-    timespec timeout{static_cast<time_t>(std::max<long long>(0, wait.count()) / 1000000),
-                     static_cast<long>(std::max<long long>(0, wait.count()) % 1000000) * 1000};
-    if (::ppoll(fds.data(), fds.size(), &timeout, nullptr) <= 0) continue;
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      if (fds[i].revents & POLLIN) drain(i);
-    }
+    while (next < options.packets && now >= start + options.interval * next) series.SendAll(next++);
+    if (now >= stop_at || (next == options.packets && series.AllAnswered())) break;
+    series.WaitAndRead(now, next < options.packets ? start + options.interval * next : stop_at);
   }
   // Replies already here when the window closed count: a prober descheduled
   // past its window (a loaded host) must not report a network loss.
-  if (!stopped) {
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      if (states[i].fd.valid()) drain(i);
-    }
-  }
-  for (LatencyResult& result : results) result.clock_offset_seconds = ClockOffsetSeconds(result.samples);
-  return results;
+  if (!stopped) series.ReadAll();
+  return series.Results();
 }
 
 ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOptions& options, const Secret& secret,

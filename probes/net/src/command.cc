@@ -81,6 +81,136 @@ std::optional<double> ParseNumber(const std::string& text) {
   return value;
 }
 
+// --hosts: a list, or a file holding one.
+Result<nlohmann::json> ParseHosts(const std::string& text) {
+  std::string list = text;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(text, ec)) {
+    auto content = ReadBoundedFile(text, "--hosts", kMaxConfigFileBytes);
+    if (!content) return Result<nlohmann::json>::Error(content.error());
+    list = std::move(content).value();
+  }
+  const auto hosts = SplitList(list);
+  if (hosts.empty()) return Result<nlohmann::json>::Error("--hosts: no hosts in \"" + text + "\"");
+  return nlohmann::json(hosts);
+}
+
+// --ports: vnetperf's list, where one port means it and the next two.
+Result<nlohmann::json> ParsePorts(const std::string& text) {
+  using R = Result<nlohmann::json>;
+  nlohmann::json ports = nlohmann::json::array();
+  for (const auto& port : SplitList(text)) {
+    const auto number = ParseNumber(port);
+    if (!number || *number < 1 || *number > 65535 || *number != static_cast<int>(*number)) {
+      return R::Error("--ports: bad port \"" + port + "\"");
+    }
+    ports.push_back(static_cast<int>(*number));
+  }
+  if (ports.size() == 1) {
+    const int first = ports[0].get<int>();
+    if (first > 65533) return R::Error("--ports: " + std::to_string(first) + " and the next two exceed 65535");
+    ports.push_back(first + 1);
+    ports.push_back(first + 2);
+  }
+  return ports;
+}
+
+// The SSH flags (--ssh, --installed, --identity-file, ...): they make the run
+// start hostperf-peer on bare hosts.
+Result<void> ApplyRemoteFlag(const FlagValue& flag, NetCommand& command) {
+  RemoteOptions& remote = command.remote ? *command.remote : command.remote.emplace();
+  if (flag.Is("ssh") || flag.Is("installed") || flag.Is("vertica-install") || flag.Is("collect-logs")) {
+    if (flag.Is("installed") || flag.Is("vertica-install")) remote.installed = true;
+    if (flag.Is("collect-logs")) remote.collect_logs = true;
+    return {};
+  }
+  const std::string& text = flag.value;  // the valued SSH options
+  if (text.empty()) return Result<void>::Error(flag.spelled + " needs a value");
+  if (flag.Is("identity-file")) {
+    if (::access(text.c_str(), R_OK) != 0) return Result<void>::Error("--identity-file: cannot read " + text);
+    remote.identity_file = text;
+  } else if (flag.Is("ssh-options") || flag.Is("scp-options")) {
+    auto words = SplitOptions(text);
+    if (!words) return Result<void>::Error(flag.spelled + ": " + words.error());
+    (flag.Is("ssh-options") ? remote.ssh_options : remote.scp_options) = std::move(words).value();
+  } else if (flag.Is("tmp-dir")) {
+    if (text.front() != '/' || text.find_first_of("'\"\\$`\n") != std::string::npos) {
+      return Result<void>::Error("--tmp-dir: an absolute path without quotes or shell characters");
+    }
+    remote.tmp_dir = text;
+  } else if (flag.Is("log-dir")) {
+    remote.log_dir = text;
+  }
+  return {};
+}
+
+// One flag into the command or the run's options.
+Result<void> ApplyFlag(const FlagValue& flag, NetCommand& command, nlohmann::json& options) {
+  using R = Result<void>;
+  const std::string& text = flag.value;
+  if (flag.Is("help")) {
+    command.help = true;
+  } else if (flag.Is("condense")) {
+    command.condense = true;
+  } else if (flag.Is("ignore-bad-hosts")) {
+    options["ignore_bad_hosts"] = true;
+  } else if (flag.Is("list-tests")) {
+    command.list_tests = true;
+  } else if (flag.Is("json")) {
+    command.json = true;
+  } else if (flag.Is("datarate") || flag.Is("duration")) {
+    const auto number = ParseNumber(text);
+    if (!number) return R::Error(flag.spelled + " needs a number");
+    options[std::string(flag.spec->name)] = *number;
+  } else if (flag.Is("hosts")) {
+    auto hosts = ParseHosts(text);
+    if (!hosts) return hosts.failure();
+    options["hosts"] = std::move(hosts).value();
+  } else if (flag.Is("output-file")) {
+    if (text.empty()) return R::Error("--output-file needs a file name");
+    command.output_file = text;
+  } else if (flag.Is("ports")) {
+    auto ports = ParsePorts(text);
+    if (!ports) return ports.failure();
+    options["ports"] = std::move(ports).value();
+  } else if (flag.Is("log-level")) {
+    std::string level = text;
+    std::transform(level.begin(), level.end(), level.begin(), ::tolower);
+    if (level != "info" && level != "error" && level != "debug" && level != "warn") {
+      return R::Error("--log-level: expected INFO, ERROR, DEBUG or WARN");
+    }
+    command.log_level = level;
+  } else {
+    return ApplyRemoteFlag(flag, command);
+  }
+  return {};
+}
+
+// With SSH: the hosts to start hostperf-peer on leave the run's options
+// (their host:port replace them once the peers run).
+Result<void> TakeRemoteHosts(NetCommand& command, nlohmann::json& options) {
+  using R = Result<void>;
+  if (!options.contains("hosts")) return R::Error("SSH options need --hosts (the hosts to start hostperf-peer on)");
+  for (const auto& host : options["hosts"]) {
+    const std::string name = host.get<std::string>();
+    const auto at = name.rfind('@');
+    const std::string bare = at == std::string::npos ? name : name.substr(at + 1);
+    if (bare.find(':') != std::string::npos && bare.find(':') == bare.rfind(':')) {
+      return R::Error("--hosts: \"" + name + "\": over SSH hosts take no :port (--ports sets it)");
+    }
+  }
+  command.remote_hosts = options["hosts"].get<std::vector<std::string>>();
+  options.erase("hosts");  // replaced by the peers' host:port once they run
+  if (options.contains("ports")) command.remote->port = static_cast<std::uint16_t>(options["ports"][0].get<int>());
+  if (command.remote->collect_logs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(command.remote->log_dir, ec)) {
+      return R::Error("--log-dir: " + command.remote->log_dir + " is not a directory");
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
@@ -112,102 +242,10 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
   NetCommand command;
   nlohmann::json options = nlohmann::json::object();
   for (const FlagValue& flag : parsed_flags->flags) {
-    const std::string& text = flag.value;
-    if (flag.Is("help")) {
-      command.help = true;
-    } else if (flag.Is("condense")) {
-      command.condense = true;
-    } else if (flag.Is("ignore-bad-hosts")) {
-      options["ignore_bad_hosts"] = true;
-    } else if (flag.Is("list-tests")) {
-      command.list_tests = true;
-    } else if (flag.Is("json")) {
-      command.json = true;
-    } else if (flag.Is("datarate") || flag.Is("duration")) {
-      const auto number = ParseNumber(text);
-      if (!number) return R::Error(flag.spelled + " needs a number");
-      options[std::string(flag.spec->name)] = *number;
-    } else if (flag.Is("hosts")) {
-      std::string list = text;
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(text, ec)) {
-        auto content = ReadBoundedFile(text, "--hosts", kMaxConfigFileBytes);
-        if (!content) return R::Error(content.error());
-        list = std::move(content).value();
-      }
-      const auto hosts = SplitList(list);
-      if (hosts.empty()) return R::Error("--hosts: no hosts in \"" + text + "\"");
-      options["hosts"] = hosts;
-    } else if (flag.Is("output-file")) {
-      if (text.empty()) return R::Error("--output-file needs a file name");
-      command.output_file = text;
-    } else if (flag.Is("ports")) {
-      nlohmann::json ports = nlohmann::json::array();
-      for (const auto& port : SplitList(text)) {
-        const auto number = ParseNumber(port);
-        if (!number || *number < 1 || *number > 65535 || *number != static_cast<int>(*number)) {
-          return R::Error("--ports: bad port \"" + port + "\"");
-        }
-        ports.push_back(static_cast<int>(*number));
-      }
-      // vnetperf: one port means it and the next two.
-      if (ports.size() == 1) {
-        const int first = ports[0].get<int>();
-        if (first > 65533) return R::Error("--ports: " + std::to_string(first) + " and the next two exceed 65535");
-        ports.push_back(first + 1);
-        ports.push_back(first + 2);
-      }
-      options["ports"] = ports;
-    } else if (flag.Is("log-level")) {
-      std::string level = text;
-      std::transform(level.begin(), level.end(), level.begin(), ::tolower);
-      if (level != "info" && level != "error" && level != "debug" && level != "warn") {
-        return R::Error("--log-level: expected INFO, ERROR, DEBUG or WARN");
-      }
-      command.log_level = level;
-    } else if (flag.Is("ssh") || flag.Is("installed") || flag.Is("vertica-install") || flag.Is("collect-logs")) {
-      RemoteOptions& remote = command.remote ? *command.remote : command.remote.emplace();
-      if (flag.Is("installed") || flag.Is("vertica-install")) remote.installed = true;
-      if (flag.Is("collect-logs")) remote.collect_logs = true;
-    } else {  // the valued SSH options
-      if (text.empty()) return R::Error(flag.spelled + " needs a value");
-      RemoteOptions& remote = command.remote ? *command.remote : command.remote.emplace();
-      if (flag.Is("identity-file")) {
-        if (::access(text.c_str(), R_OK) != 0) return R::Error("--identity-file: cannot read " + text);
-        remote.identity_file = text;
-      } else if (flag.Is("ssh-options") || flag.Is("scp-options")) {
-        auto words = SplitOptions(text);
-        if (!words) return R::Error(flag.spelled + ": " + words.error());
-        (flag.Is("ssh-options") ? remote.ssh_options : remote.scp_options) = std::move(words).value();
-      } else if (flag.Is("tmp-dir")) {
-        if (text.front() != '/' || text.find_first_of("'\"\\$`\n") != std::string::npos) {
-          return R::Error("--tmp-dir: an absolute path without quotes or shell characters");
-        }
-        remote.tmp_dir = text;
-      } else if (flag.Is("log-dir")) {
-        remote.log_dir = text;
-      }
-    }
+    if (auto applied = ApplyFlag(flag, command, options); !applied) return applied.failure();
   }
   if (command.remote) {
-    if (!options.contains("hosts")) return R::Error("SSH options need --hosts (the hosts to start hostperf-peer on)");
-    for (const auto& host : options["hosts"]) {
-      const std::string name = host.get<std::string>();
-      const auto at = name.rfind('@');
-      const std::string bare = at == std::string::npos ? name : name.substr(at + 1);
-      if (bare.find(':') != std::string::npos && bare.find(':') == bare.rfind(':')) {
-        return R::Error("--hosts: \"" + name + "\": over SSH hosts take no :port (--ports sets it)");
-      }
-    }
-    command.remote_hosts = options["hosts"].get<std::vector<std::string>>();
-    options.erase("hosts");  // replaced by the peers' host:port once they run
-    if (options.contains("ports")) command.remote->port = static_cast<std::uint16_t>(options["ports"][0].get<int>());
-    if (command.remote->collect_logs) {
-      std::error_code ec;
-      if (!std::filesystem::is_directory(command.remote->log_dir, ec)) {
-        return R::Error("--log-dir: " + command.remote->log_dir + " is not a directory");
-      }
-    }
+    if (auto taken = TakeRemoteHosts(command, options); !taken) return taken.failure();
   }
   if (!parsed_flags->positional.empty()) options["tests"] = parsed_flags->positional;
   auto parsed = ParseNetOptions(options);

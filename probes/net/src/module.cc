@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "hostperf/probes/net/command.h"
 #include "hostperf/probes/net/net_probe.h"
@@ -66,77 +68,57 @@ config::SectionSchema Section() {
   return config::DescribeSection<NetProbeConfig>("net", {true, 30s, 20s}, DeclareKeys);
 }
 
-// vnetperf: banners and tables, then the JSON results file and where it is;
-// non-zero exit with the reason when hosts are unreachable or a test failed.
-int Command(const std::vector<std::string>& args, const CommandContext& context) {
-  auto parsed = ParseNetCommand(args);
-  if (!parsed) return context.usage_error(parsed.error());
-  const NetCommand& command = parsed.value();
-  if (command.help) {
-    std::fputs(kNetUsage, stdout);
-    return 0;
-  }
-  if (command.list_tests) {
-    for (const auto& test : FullRunTests()) std::printf("%s\n", test.c_str());
-    return 0;
-  }
-  spdlog::set_level(spdlog::level::from_str(command.log_level));
-  // Bare hosts: hostperf-peer started over SSH for this run, with a secret
-  // made for it; stopped and removed when `remote` goes, on every path out.
-  NetOptions options = command.options;
-  std::unique_ptr<RemotePeers> remote;
-  if (command.remote) {
-    RemoteOptions remote_options = *command.remote;
-    if (!remote_options.installed) {
-      auto program = FindPeerProgram();
-      if (!program) {
-        std::fprintf(stderr, "hostperf net: %s\n", program.error().c_str());
-        return 1;
-      }
-      remote_options.peer_program = std::move(program).value();
-    }
-    const Secret secret = OneTimeSecret();
-    remote = StartRemotePeers(
-        command.remote_hosts, remote_options, std::string(secret.begin(), secret.end()), context.cancelled,
-        [](const std::string& line) { std::fprintf(stderr, "hostperf net: %s\n", line.c_str()); });
-    std::vector<std::string> targets;
-    std::string bad;
-    for (const RemoteHost& host : remote->hosts()) {
-      if (!host.error.empty()) {
-        std::printf("Host %s is not usable: %s\n", host.destination.c_str(), host.error.c_str());
-        bad = bad.empty() ? host.destination : bad;
-      } else {
-        targets.push_back(host.target);
-      }
-    }
-    std::fflush(stdout);
-    if (context.cancelled()) return 130;
-    if (!bad.empty() && !options.ignore_bad_hosts) {
-      std::fprintf(stderr,
-                   "hostperf net: bad_hosts: cannot start hostperf-peer on %s (use --ignore-bad-hosts to "
-                   "test the others)\n",
-                   bad.c_str());
+// Bare hosts: hostperf-peer started over SSH for this run, with a secret
+// made for it (stopped and removed when `remote` goes, on every path out);
+// `options` then name the hosts it started on. An exit code when the run
+// cannot go on.
+std::optional<int> StartRemote(const NetCommand& command, const CommandContext& context, NetOptions& options,
+                               std::unique_ptr<RemotePeers>& remote) {
+  RemoteOptions remote_options = *command.remote;
+  if (!remote_options.installed) {
+    auto program = FindPeerProgram();
+    if (!program) {
+      std::fprintf(stderr, "hostperf net: %s\n", program.error().c_str());
       return 1;
     }
-    if (targets.empty()) {
-      std::fprintf(stderr, "hostperf net: no_hosts: hostperf-peer started on no host\n");
-      return 1;
+    remote_options.peer_program = std::move(program).value();
+  }
+  const Secret secret = OneTimeSecret();
+  remote = StartRemotePeers(command.remote_hosts, remote_options, std::string(secret.begin(), secret.end()),
+                            context.cancelled,
+                            [](const std::string& line) { std::fprintf(stderr, "hostperf net: %s\n", line.c_str()); });
+  std::vector<std::string> targets;
+  std::string bad;
+  for (const RemoteHost& host : remote->hosts()) {
+    if (!host.error.empty()) {
+      std::printf("Host %s is not usable: %s\n", host.destination.c_str(), host.error.c_str());
+      bad = bad.empty() ? host.destination : bad;
+    } else {
+      targets.push_back(host.target);
     }
-    options.hosts = targets;
-    options.ports = std::vector<std::uint16_t>{remote_options.port};
-    options.secret = secret;
   }
-  // Tables: each host's row as its test ends (vnetperf prints as it goes).
-  VnetperfStream stream;
-  std::function<void(const json&)> on_report;
-  if (!command.json) {
-    on_report = [&stream](const json& entry) {
-      std::fputs(stream.Entry(entry).c_str(), stdout);
-      std::fflush(stdout);
-    };
+  std::fflush(stdout);
+  if (context.cancelled()) return 130;
+  if (!bad.empty() && !options.ignore_bad_hosts) {
+    std::fprintf(stderr,
+                 "hostperf net: bad_hosts: cannot start hostperf-peer on %s (use --ignore-bad-hosts to "
+                 "test the others)\n",
+                 bad.c_str());
+    return 1;
   }
-  const auto outcome = context.run_full(std::make_shared<NetOptions>(std::move(options)), std::move(on_report));
-  if (remote) remote->Stop();
+  if (targets.empty()) {
+    std::fprintf(stderr, "hostperf net: no_hosts: hostperf-peer started on no host\n");
+    return 1;
+  }
+  options.hosts = targets;
+  options.ports = std::vector<std::uint16_t>{remote_options.port};
+  options.secret = secret;
+  return std::nullopt;
+}
+
+// After the run: the JSON document (--json) or the tables' end, then the
+// results file and where it is.
+int FinishCommand(const NetCommand& command, VnetperfStream& stream, const ProbeOutcome& outcome) {
   if (command.json) {
     PrintJsonResult(outcome);
     if (command.output_file.empty()) return CommandExitCode("net", outcome);
@@ -155,6 +137,40 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
   // With --json, stdout holds the document alone.
   std::fprintf(command.json ? stderr : stdout, "JSON results available at: %s\n", file.c_str());
   return CommandExitCode("net", outcome);
+}
+
+// vnetperf: banners and tables, then the JSON results file and where it is;
+// non-zero exit with the reason when hosts are unreachable or a test failed.
+int Command(const std::vector<std::string>& args, const CommandContext& context) {
+  auto parsed = ParseNetCommand(args);
+  if (!parsed) return context.usage_error(parsed.error());
+  const NetCommand& command = parsed.value();
+  if (command.help) {
+    std::fputs(kNetUsage, stdout);
+    return 0;
+  }
+  if (command.list_tests) {
+    for (const auto& test : FullRunTests()) std::printf("%s\n", test.c_str());
+    return 0;
+  }
+  spdlog::set_level(spdlog::level::from_str(command.log_level));
+  NetOptions options = command.options;
+  std::unique_ptr<RemotePeers> remote;
+  if (command.remote) {
+    if (const auto stopped = StartRemote(command, context, options, remote)) return *stopped;
+  }
+  // Tables: each host's row as its test ends (vnetperf prints as it goes).
+  VnetperfStream stream;
+  std::function<void(const json&)> on_report;
+  if (!command.json) {
+    on_report = [&stream](const json& entry) {
+      std::fputs(stream.Entry(entry).c_str(), stdout);
+      std::fflush(stdout);
+    };
+  }
+  const auto outcome = context.run_full(std::make_shared<NetOptions>(std::move(options)), std::move(on_report));
+  if (remote) remote->Stop();
+  return FinishCommand(command, stream, outcome);
 }
 
 Figure Rtt(std::string subject, double seconds) {

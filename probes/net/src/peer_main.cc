@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,14 +91,10 @@ void RemoveRunDirectory(const std::string& dir) {
     std::fprintf(stderr, "hostperf-peer: cannot remove %s: %s\n", dir.c_str(), ec ? ec.message().c_str() : "not empty");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  hostperf::probes::net::ResponderOptions options;
-  options.bind_address = "0.0.0.0";
-  options.ports = {14159};
-  std::string remove_dir;
-  const std::vector<std::string> args(argv + 1, argv + argc);
+// The command line into `options` and `remove_dir`: nullopt to go on, else
+// the exit code (--help, or a usage error).
+std::optional<int> ParseArgs(const std::vector<std::string>& args, hostperf::probes::net::ResponderOptions& options,
+                             std::string& remove_dir) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     const bool inline_value = name.find('=') != std::string::npos;
@@ -136,15 +133,11 @@ int main(int argc, char** argv) {
       remove_dir = value;
     }
   }
-  // The directory goes on every path out from here, errors included.
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      if (!dir.empty()) RemoveRunDirectory(dir);
-    }
-  } cleanup{remove_dir};
+  return std::nullopt;
+}
 
-  // The secret: one line on standard input.
+// The secret: one line on standard input; nullopt when it is too short.
+std::optional<Secret> ReadSecret() {
   std::string line;
   for (char c; line.size() <= 4096;) {
     const ssize_t n = ::read(STDIN_FILENO, &c, 1);
@@ -153,12 +146,57 @@ int main(int argc, char** argv) {
     line.push_back(c);
   }
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  if (line.size() < 16) {
+  if (line.size() < 16) return std::nullopt;
+  Secret secret(line.begin(), line.end());
+  std::fill(line.begin(), line.end(), '\0');
+  return secret;
+}
+
+// Serves until standard input closes or a signal comes on `signal_fd`; why it stopped.
+std::string WaitForTheEnd(int signal_fd) {
+  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+  while (true) {
+    if (::poll(fds, signal_fd >= 0 ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      return std::string("poll: ") + std::strerror(errno);
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info{};
+      (void)!::read(signal_fd, &info, sizeof(info));
+      return std::string("signal ") + strsignal(static_cast<int>(info.ssi_signo));
+    }
+    if (fds[0].revents) {
+      char buffer[256];
+      const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
+      if (n <= 0) return "standard input closed";  // anything else on standard input is ignored
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hostperf::probes::net::ResponderOptions options;
+  options.bind_address = "0.0.0.0";
+  options.ports = {14159};
+  std::string remove_dir;
+  if (const auto exit_code = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), options, remove_dir)) {
+    return *exit_code;
+  }
+  // The directory goes on every path out from here, errors included.
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      if (!dir.empty()) RemoveRunDirectory(dir);
+    }
+  } cleanup{remove_dir};
+
+  auto secret = ReadSecret();
+  if (!secret) {
     std::fprintf(stderr, "hostperf-peer: no secret on standard input (one line of at least 16 bytes)\n");
     return 1;
   }
-  options.secret = Secret(line.begin(), line.end());
-  std::fill(line.begin(), line.end(), '\0');
+  options.secret = std::move(*secret);
 
   // Signals are read from a descriptor, beside standard input.
   sigset_t signals;
@@ -183,26 +221,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "hostperf-peer: serving on %s, ports%s\n", options.bind_address.c_str(),
                ready.substr(std::strlen("hostperf-peer ready")).c_str());
 
-  pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {signal_fd, POLLIN, 0}};
-  std::string why = "standard input closed";
-  while (true) {
-    if (::poll(fds, signal_fd >= 0 ? 2 : 1, -1) < 0) {
-      if (errno == EINTR) continue;
-      why = std::string("poll: ") + std::strerror(errno);
-      break;
-    }
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info{};
-      (void)!::read(signal_fd, &info, sizeof(info));
-      why = std::string("signal ") + strsignal(static_cast<int>(info.ssi_signo));
-      break;
-    }
-    if (fds[0].revents) {
-      char buffer[256];
-      const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
-      if (n <= 0) break;  // anything else on standard input is ignored
-    }
-  }
+  const std::string why = WaitForTheEnd(signal_fd);
   responder->reset();
   std::fprintf(stderr, "hostperf-peer: stopping (%s): %llu requests answered, %llu dropped\n", why.c_str(),
                static_cast<unsigned long long>(counts.requests()), static_cast<unsigned long long>(counts.drops()));

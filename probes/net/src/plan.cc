@@ -145,160 +145,213 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
   }
 }
 
-}  // namespace
+// One run of RunAllToAll, in its phases: connect, agree on a plan, go,
+// collect the reports.
+class AllToAllRun {
+ public:
+  AllToAllRun(std::span<const PeerTarget> hosts, const AllToAllOptions& options, const Secret& secret,
+              const std::function<bool()>& should_stop, const std::function<void(const AllToAllHostResult&)>& on_host)
+      : hosts_(hosts),
+        options_(options),
+        secret_(secret),
+        should_stop_(should_stop),
+        on_host_(on_host),
+        members_(hosts.size()) {}
 
-std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
-                                            const Secret& secret, const std::function<bool()>& should_stop,
-                                            const std::function<void(const AllToAllHostResult&)>& on_host) {
-  std::vector<Member> members(hosts.size());
-  const auto finish = [&](Member& member, std::string error) {
+  std::vector<AllToAllHostResult> Run() {
+    OpenAll();
+    Agree();
+    if (should_stop_()) {
+      for (Member& member : members_) {
+        if (!member.done) Finish(member, "stopped");
+      }
+    }
+    CollectReports(Go());
+    std::vector<AllToAllHostResult> results;
+    for (Member& member : members_) results.push_back(member.result);
+    return results;
+  }
+
+ private:
+  void Finish(Member& member, std::string error) {
     member.done = true;
     member.in_plan = false;
     member.result.ok = error.empty();
     member.result.error = std::move(error);
     member.control.fd.Reset();  // a plan still running there is cancelled
-    if (on_host) on_host(member.result);
-  };
+    if (on_host_) on_host_(member.result);
+  }
+
   // Control connections to every host, in parallel (a dead host costs one
   // connect timeout, not one per host).
-  {
+  void OpenAll() {
     std::vector<std::thread> openers;
     std::vector<Result<Control>> opened;
-    opened.reserve(hosts.size());
-    for (std::size_t i = 0; i < hosts.size(); ++i) opened.emplace_back(Failure{"unreachable", "not tried"});
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
-      members[i].target = &hosts[i];
-      members[i].result.name = hosts[i].name;
+    opened.reserve(hosts_.size());
+    for (std::size_t i = 0; i < hosts_.size(); ++i) opened.emplace_back(Failure{"unreachable", "not tried"});
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+      members_[i].target = &hosts_[i];
+      members_[i].result.name = hosts_[i].name;
       openers.emplace_back(
-          [&, i] { opened[i] = OpenControl(hosts[i].address, secret, Clock::now() + options.connect_timeout); });
+          [&, i] { opened[i] = OpenControl(hosts_[i].address, secret_, Clock::now() + options_.connect_timeout); });
     }
     for (std::thread& opener : openers) opener.join();
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
       if (!opened[i]) {
-        finish(members[i], opened[i].error());
+        Finish(members_[i], opened[i].error());
       } else if (opened[i]->peer_revision < kPlanRevision) {
-        finish(members[i], "runs an older hostperf (protocol revision " + std::to_string(opened[i]->peer_revision) +
-                               "): upgrade it to test throughput among all hosts");
+        Finish(members_[i], "runs an older hostperf (protocol revision " + std::to_string(opened[i]->peer_revision) +
+                                "): upgrade it to test throughput among all hosts");
       } else {
-        members[i].control = std::move(opened[i]).value();
+        members_[i].control = std::move(opened[i]).value();
       }
     }
   }
+
   // The plan, offered to every host that answered; a host that refuses is
   // left out and the plan offered again to the rest (their peer lists must
   // not name it). Each round leaves out at least one host, so this ends.
-  Plan plan;
-  plan.test = options.test;
-  plan.duration_ms = static_cast<std::uint32_t>(
-      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
-  plan.rate_bytes_per_second = options.rate_bytes_per_second;
-  plan.datagram_size = static_cast<std::uint32_t>(options.datagram_size);
-  while (!should_stop()) {
-    std::vector<Member*> candidates;
-    for (Member& member : members) {
-      if (!member.done) candidates.push_back(&member);
+  void Agree() {
+    Plan plan;
+    plan.test = options_.test;
+    plan.duration_ms = static_cast<std::uint32_t>(
+        std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options_.duration).count()));
+    plan.rate_bytes_per_second = options_.rate_bytes_per_second;
+    plan.datagram_size = static_cast<std::uint32_t>(options_.datagram_size);
+    while (!should_stop_()) {
+      std::vector<Member*> candidates;
+      for (Member& member : members_) {
+        if (!member.done) candidates.push_back(&member);
+      }
+      if (candidates.size() < 2) {
+        for (Member* member : candidates) Finish(*member, "no other host left to test with");
+        break;
+      }
+      plan.id = RandomPlanId();
+      plan.peer_count = static_cast<std::uint16_t>(candidates.size() - 1);
+      if (OfferToAll(plan, candidates)) break;
+      Withdraw(candidates);
     }
-    if (candidates.size() < 2) {
-      for (Member* member : candidates) finish(*member, "no other host left to test with");
-      break;
-    }
-    plan.id = RandomPlanId();
-    plan.peer_count = static_cast<std::uint16_t>(candidates.size() - 1);
+  }
+
+  // Offers `plan` to each candidate; true when every one accepted.
+  bool OfferToAll(const Plan& plan, const std::vector<Member*>& candidates) {
     bool refused = false;
-    const auto deadline = Clock::now() + options.connect_timeout;
+    const auto deadline = Clock::now() + options_.connect_timeout;
     for (Member* member : candidates) {
       std::vector<PlanPeer> peers;
       for (const Member* other : candidates) {
         if (other != member) peers.push_back(ToPlanPeer(other->target->address));
       }
-      const std::string error = OfferPlan(*member, plan, peers, secret, deadline);
+      const std::string error = OfferPlan(*member, plan, peers, secret_, deadline);
       if (!error.empty()) {
-        finish(*member, error);
+        Finish(*member, error);
         refused = true;
       } else {
         member->in_plan = true;
       }
     }
-    if (!refused) break;
-    // Withdraw the plan from those that accepted it: a new connection each
-    // (closing the old one cancels the plan there).
+    return !refused;
+  }
+
+  // Withdraws the plan from those that accepted it: a new connection each
+  // (closing the old one cancels the plan there).
+  void Withdraw(const std::vector<Member*>& candidates) {
     for (Member* member : candidates) {
       if (!member->in_plan) continue;
       member->in_plan = false;
       member->control.fd.Reset();
-      auto reopened = OpenControl(member->target->address, secret, Clock::now() + options.connect_timeout);
+      auto reopened = OpenControl(member->target->address, secret_, Clock::now() + options_.connect_timeout);
       if (!reopened) {
-        finish(*member, reopened.error());
+        Finish(*member, reopened.error());
       } else {
         member->control = std::move(reopened).value();
       }
     }
   }
-  if (should_stop()) {
-    for (Member& member : members) {
-      if (!member.done) finish(member, "stopped");
+
+  // Go: back to back, so that the hosts start within a round trip of each
+  // other. The hosts now running, by control connection.
+  std::map<int, Member*> Go() {
+    std::map<int, Member*> running;
+    for (Member& member : members_) {
+      if (!member.in_plan) continue;
+      Message go;
+      go.type = MessageType::kPlanGo;
+      go.session = RandomSessionId();
+      if (!SendMessage(member.control.fd.get(), go, secret_, Clock::now() + options_.connect_timeout,
+                       member.control.binding)) {
+        Finish(member, "lost the connection before the test started");
+        continue;
+      }
+      running.emplace(member.control.fd.get(), &member);
     }
+    return running;
   }
-  // Go: back to back, so that the hosts start within a round trip of each other.
-  std::map<int, Member*> running;
-  for (Member& member : members) {
-    if (!member.in_plan) continue;
-    Message go;
-    go.type = MessageType::kPlanGo;
-    go.session = RandomSessionId();
-    if (!SendMessage(member.control.fd.get(), go, secret, Clock::now() + options.connect_timeout,
-                     member.control.binding)) {
-      finish(member, "lost the connection before the test started");
-      continue;
-    }
-    running.emplace(member.control.fd.get(), &member);
-  }
+
   // Reports: each host sends one when its sends are done and its peers'
   // sessions have ended. A host that closes the connection (it died or was
   // stopped) is reported at once; one that stays silent, at the deadline.
-  const auto deadline = Clock::now() + options.connect_timeout + options.duration + options.report_grace;
-  std::vector<pollfd> fds;
-  while (!running.empty()) {
-    if (should_stop()) {
-      for (auto& [fd, member] : running) finish(*member, "stopped");
-      running.clear();
-      break;
-    }
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(options.connect_timeout + options.duration +
-                                                                           options.report_grace);
-      for (auto& [fd, member] : running) {
-        finish(*member, "no report within " + std::to_string(waited.count()) +
-                            " s of the start: the host stopped answering mid-test");
+  void CollectReports(std::map<int, Member*> running) {
+    const auto waited = options_.connect_timeout + options_.duration + options_.report_grace;
+    const auto deadline = Clock::now() + waited;
+    std::vector<pollfd> fds;
+    while (!running.empty()) {
+      if (should_stop_()) {
+        for (auto& [fd, member] : running) Finish(*member, "stopped");
+        break;
       }
-      running.clear();
-      break;
-    }
-    fds.clear();
-    for (const auto& [fd, member] : running) fds.push_back({fd, POLLIN, 0});
-    const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(200));
-    if (::poll(fds.data(), fds.size(), static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count())) <=
-        0) {
-      continue;
-    }
-    for (const pollfd& p : fds) {
-      if (p.revents == 0) continue;
-      Member& member = *running.at(p.fd);
-      const auto message = ReceiveMessage(p.fd, secret, Clock::now() + options.connect_timeout, member.control.binding);
-      if (message && message->type == MessageType::kPlanReport) {
-        member.result.report = message->report;
-        finish(member, "");
-      } else {
-        finish(member, message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
-                               : "lost the connection mid-test (the host or its hostperf stopped)");
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(waited);
+        for (auto& [fd, member] : running) {
+          Finish(*member, "no report within " + std::to_string(seconds.count()) +
+                              " s of the start: the host stopped answering mid-test");
+        }
+        break;
       }
-      running.erase(p.fd);
+      fds.clear();
+      for (const auto& [fd, member] : running) fds.push_back({fd, POLLIN, 0});
+      const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(200));
+      if (::poll(fds.data(), fds.size(),
+                 static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count())) <= 0) {
+        continue;
+      }
+      for (const pollfd& p : fds) {
+        if (p.revents == 0) continue;
+        ReadReport(*running.at(p.fd));
+        running.erase(p.fd);
+      }
     }
   }
-  std::vector<AllToAllHostResult> results;
-  for (Member& member : members) results.push_back(member.result);
-  return results;
+
+  // The host's control connection is readable: its report, or why not.
+  void ReadReport(Member& member) {
+    const int fd = member.control.fd.get();
+    const auto message = ReceiveMessage(fd, secret_, Clock::now() + options_.connect_timeout, member.control.binding);
+    if (message && message->type == MessageType::kPlanReport) {
+      member.result.report = message->report;
+      Finish(member, "");
+    } else {
+      Finish(member, message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
+                             : "lost the connection mid-test (the host or its hostperf stopped)");
+    }
+  }
+
+  std::span<const PeerTarget> hosts_;
+  const AllToAllOptions& options_;
+  const Secret& secret_;
+  const std::function<bool()>& should_stop_;
+  const std::function<void(const AllToAllHostResult&)>& on_host_;
+  std::vector<Member> members_;
+};
+
+}  // namespace
+
+std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
+                                            const Secret& secret, const std::function<bool()>& should_stop,
+                                            const std::function<void(const AllToAllHostResult&)>& on_host) {
+  return AllToAllRun(hosts, options, secret, should_stop, on_host).Run();
 }
 
 }  // namespace hostperf::probes::net

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../metrics_test_util.h"
@@ -79,14 +81,31 @@ TEST(FrameworkMetricsTest, EveryKnownReasonExistsAtZeroFromDeclaration) {
 TEST(FrameworkMetricsTest, ModuleReasonsAreDeclaredForTheirProbeOnly) {
   prometheus::Registry registry;
   FrameworkMetrics metrics(registry);
-  DeclareEnabled(metrics);
-  // The cpu module's reason is not made up for another probe.
-  EXPECT_EQ(SampleValue(registry.Collect(), "hostperf_probe_failures_total",
-                        {{"probe", "cpu"}, {"reason", "checksum_mismatch"}}),
-            0.0);
-  EXPECT_EQ(SampleValue(registry.Collect(), "hostperf_probe_failures_total",
-                        {{"probe", "memory"}, {"reason", "checksum_mismatch"}}),
-            std::nullopt);
+  const auto enabled = DeclareEnabled(metrics);
+  // A module's own reason is not made up for another probe that does not
+  // declare it.
+  const auto declares = [](const std::string& probe, std::string_view reason) {
+    const auto& reasons = probes::FindProbe(probe)->failure_reasons;
+    return std::find(reasons.begin(), reasons.end(), reason) != reasons.end();
+  };
+  int checked = 0;
+  for (const std::string& owner : enabled) {
+    for (const std::string_view reason : probes::FindProbe(owner)->failure_reasons) {
+      EXPECT_EQ(SampleValue(registry.Collect(), "hostperf_probe_failures_total",
+                            {{"probe", owner}, {"reason", std::string(reason)}}),
+                0.0)
+          << owner << " " << reason;
+      for (const std::string& other : enabled) {
+        if (declares(other, reason)) continue;
+        EXPECT_EQ(SampleValue(registry.Collect(), "hostperf_probe_failures_total",
+                              {{"probe", other}, {"reason", std::string(reason)}}),
+                  std::nullopt)
+            << other << " " << reason;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0) << "no probe declares a reason another does not";
 }
 
 TEST(FrameworkMetricsTest, DeclaringAgainKeepsCounts) {

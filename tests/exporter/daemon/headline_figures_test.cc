@@ -131,8 +131,10 @@ TEST(HeadlineFiguresTest, MalformedResultsGiveNoFigures) {
   for (const json& bad :
        {json(nullptr), json("x"), json::array({1, 2}), json{{"directories", "nope"}},
         json{{"peers", {{{"up", "yes"}}}}}, json{{"tests", {{"latency", 5}}}}, json{{"kernels", {1, 2}}}}) {
-    for (const char* probe : {"cpu", "disk", "net", "memory", "unknown"}) {
-      EXPECT_THAT(HeadlineFigures(probe, bad), IsEmpty()) << probe << " " << bad.dump();
+    // Every registered probe's figures, and a name no probe has.
+    EXPECT_THAT(HeadlineFigures("unknown", bad), IsEmpty()) << bad.dump();
+    for (const probes::ProbeModule* module : probes::AllProbes()) {
+      EXPECT_THAT(HeadlineFigures(module->name, bad), IsEmpty()) << module->name << " " << bad.dump();
     }
   }
 }

@@ -20,7 +20,7 @@ struct NetProbeConfig;  // module.h
 // The network probe (vnetperf as a probe) and its peer responder, which the
 // daemon starts through Probe::StartServices.
 //
-// Full-run options (RunContext::options), all optional:
+// Full-run options (FullRunContext::options), all optional:
 //   {"tests": ["latency", "tcp-throughput", "udp-throughput", "connections"],  // none: all
 //    "datarate": 0,            // MB/s (2^20 bytes); 0: the ladder 32 ... 2048
 //    "duration": 1,            // per test and rate: seconds, or a duration such as "1.5s"

@@ -1,0 +1,222 @@
+#include "remote_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+namespace hostperf::probes::net::remote {
+
+Child::~Child() {
+  Kill();
+  Reap(std::chrono::seconds(2));
+  CloseInput();
+  for (int* fd : {&out_, &err_}) {
+    if (*fd >= 0) ::close(*fd);
+  }
+}
+
+bool Child::Spawn(const std::vector<std::string>& argv, const std::string& stderr_file) {
+  int in[2], out[2], err[2] = {-1, -1};
+  if (::pipe2(in, O_CLOEXEC) != 0) return Failed("pipe");
+  if (::pipe2(out, O_CLOEXEC) != 0) return Failed("pipe");
+  if (stderr_file.empty() && ::pipe2(err, O_CLOEXEC) != 0) return Failed("pipe");
+  // A log at a predictable name (--collect-logs): a link planted there is
+  // not followed and a FIFO does not block (O_NOFOLLOW, O_NONBLOCK); only
+  // a regular file is appended to.
+  const int err_target =
+      stderr_file.empty()
+          ? err[1]
+          : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  if (err_target < 0) return Failed("open " + stderr_file);
+  if (!stderr_file.empty()) {
+    struct stat st {};
+    if (::fstat(err_target, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(err_target);
+      errno = EINVAL;
+      return Failed("open " + stderr_file + " (not a regular file)");
+    }
+  }
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(in[0], STDIN_FILENO);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(err_target, STDERR_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvp(args[0], args.data());
+    static const char kFailed[] = "cannot run the command (not installed?)\n";
+    (void)!::write(STDERR_FILENO, kFailed, sizeof(kFailed) - 1);
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  if (stderr_file.empty()) ::close(err[1]);
+  if (!stderr_file.empty()) ::close(err_target);
+  if (pid_ < 0) {
+    ::close(in[1]);
+    ::close(out[0]);
+    if (err[0] >= 0) ::close(err[0]);
+    return Failed("fork");
+  }
+  in_ = in[1];
+  out_ = out[0];
+  err_ = err[0];
+  for (const int fd : {in_, out_, err_}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  return true;
+}
+
+bool Child::Write(const std::string& text) {
+  std::size_t done = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (done < text.size() && in_ >= 0 && Clock::now() < deadline) {
+    const ssize_t n = ::write(in_, text.data() + done, text.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return false;
+    } else {
+      pollfd p{in_, POLLOUT, 0};
+      ::poll(&p, 1, 100);
+    }
+  }
+  return done == text.size();
+}
+
+void Child::CloseInput() {
+  if (in_ >= 0) ::close(in_);
+  in_ = -1;
+}
+
+void Child::Drain() {
+  char buffer[4096];
+  for (auto [fd, text] : {std::pair{&out_, &out_text_}, std::pair{&err_, &err_text_}}) {
+    while (*fd >= 0) {
+      const ssize_t n = ::read(*fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        if (text->size() < 65536) text->append(buffer, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0) {
+        ::close(*fd);
+        *fd = -1;
+      }
+      break;
+    }
+  }
+}
+
+std::optional<int> Child::Poll() {
+  if (status_ || pid_ <= 0) return status_;
+  int raw = 0;
+  if (::waitpid(pid_, &raw, WNOHANG) == pid_) {
+    status_ = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    Drain();
+  }
+  return status_;
+}
+
+std::optional<int> Child::Reap(Clock::duration timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (!Poll() && pid_ > 0 && Clock::now() < deadline) {
+    Drain();
+    WaitReadable(std::chrono::milliseconds(50));
+  }
+  return status_;
+}
+
+void Child::Kill() {
+  if (pid_ > 0 && !status_) ::kill(-pid_, SIGTERM);
+}
+
+void Child::WaitReadable(std::chrono::milliseconds timeout) {
+  pollfd fds[2];
+  int n = 0;
+  for (const int fd : {out_, err_}) {
+    if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
+  }
+  if (n == 0) {
+    ::usleep(static_cast<useconds_t>(timeout.count() * 1000));
+    return;
+  }
+  ::poll(fds, n, static_cast<int>(timeout.count()));
+}
+
+bool Child::Failed(const std::string& what) {
+  error_ = what + ": " + std::strerror(errno);
+  return false;
+}
+
+std::vector<Outcome> RunAll(const std::vector<std::vector<std::string>>& commands, Clock::duration timeout,
+                            const std::function<bool()>& cancelled) {
+  std::vector<std::unique_ptr<Child>> children;
+  std::vector<Outcome> outcomes(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    children.push_back(std::make_unique<Child>());
+    if (commands[i].empty() || !children.back()->Spawn(commands[i])) {
+      outcomes[i].status = 127;
+      outcomes[i].err = children.back()->error();
+    }
+  }
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline && !cancelled()) {
+    bool all = true;
+    for (auto& child : children) {
+      child->Drain();
+      if (child->running() && !child->Poll()) all = false;
+    }
+    if (all) break;
+    ::usleep(20000);
+  }
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (outcomes[i].status) continue;
+    children[i]->Kill();
+    children[i]->Reap(std::chrono::seconds(2));
+    outcomes[i] = {children[i]->Poll(), children[i]->out(), children[i]->err()};
+  }
+  return outcomes;
+}
+
+std::string Quote(const std::string& word) {
+  std::string quoted = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted.push_back(c);
+    }
+  }
+  return quoted + "'";
+}
+
+std::string LastLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const auto newline = text.rfind('\n');
+  return newline == std::string::npos ? text : text.substr(newline + 1);
+}
+
+std::string Why(const Outcome& outcome, const std::string& step) {
+  if (!outcome.status) return step + ": no answer within the step's time limit";
+  const std::string said = LastLine(outcome.err.empty() ? outcome.out : outcome.err);
+  return step + " failed (exit " + std::to_string(*outcome.status) + ")" + (said.empty() ? "" : ": " + said);
+}
+
+}  // namespace hostperf::probes::net::remote

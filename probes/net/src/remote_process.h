@@ -1,0 +1,74 @@
+#pragma once
+
+// The child processes of `hostperf net` over SSH (remote.cc): ssh and scp
+// run with pipes on their standard streams, one per host at once. Internal
+// to the net probe.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hostperf::probes::net::remote {
+
+using Clock = std::chrono::steady_clock;
+
+// A child process with pipes on its standard streams. Its own process group
+// (a terminal's Ctrl-C reaches hostperf alone, which then stops the peers
+// in order) and SIGTERM when hostperf dies (the SSH session closes, and the
+// peer at the other end removes its copy). Spawned from the main thread
+// only: the death signal follows the spawning thread.
+class Child {
+ public:
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  // `stderr_file`: the child's standard error goes there (empty: a pipe, read into err()).
+  bool Spawn(const std::vector<std::string>& argv, const std::string& stderr_file = "");
+  // Writes all of `text` to its standard input (10 s at most).
+  bool Write(const std::string& text);
+  void CloseInput();
+  // Reads what is there on stdout and stderr without blocking.
+  void Drain();
+  // The exit status once it ended (128 + signal when killed).
+  std::optional<int> Poll();
+  // Waits up to `timeout` for it to end; its status, or nullopt.
+  std::optional<int> Reap(Clock::duration timeout);
+  // SIGTERM to its process group, unless it ended.
+  void Kill();
+  void WaitReadable(std::chrono::milliseconds timeout);
+  const std::string& out() const { return out_text_; }
+  const std::string& err() const { return err_text_; }
+  const std::string& error() const { return error_; }
+  bool running() const { return pid_ > 0 && !status_; }
+
+ private:
+  bool Failed(const std::string& what);
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
+  std::optional<int> status_;
+  std::string out_text_, err_text_, error_;
+};
+
+// Runs one command per host at once and waits for all (or the timeout, or
+// cancellation, which kill the rest); what each said and how it ended.
+struct Outcome {
+  std::optional<int> status;
+  std::string out, err;
+};
+std::vector<Outcome> RunAll(const std::vector<std::vector<std::string>>& commands, Clock::duration timeout,
+                            const std::function<bool()>& cancelled);
+
+// `word` in single quotes for a remote shell.
+std::string Quote(const std::string& word);
+// The last non-empty line of `text`.
+std::string LastLine(std::string text);
+// Why a step failed: "<step> failed (exit N): <its last line>", or its timeout.
+std::string Why(const Outcome& outcome, const std::string& step);
+
+}  // namespace hostperf::probes::net::remote

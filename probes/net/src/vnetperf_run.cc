@@ -1,0 +1,154 @@
+#include "vnetperf_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "burst_attribution.h"
+#include "hostperf/probes/net/client.h"
+#include "result_rows.h"
+
+namespace hostperf::probes::net {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+const NetOptions& OptionsOf(const FullRunContext& ctx) {
+  static const NetOptions kDefaults;
+  const NetOptions* given = ctx.Options<NetOptions>();
+  return given != nullptr ? *given : kDefaults;
+}
+
+}  // namespace
+
+VnetperfRun::VnetperfRun(const FullRunContext& ctx, ResponderHost& responder, PeerList& peer_list,
+                         const SystemRoots& roots, RouteLookup route)
+    : ctx_(ctx),
+      responder_(responder),
+      peer_list_(peer_list),
+      roots_(roots),
+      options_(OptionsOf(ctx)),
+      net_(ctx.Settings<NetProbeConfig>()),
+      interfaces_(roots, std::move(route)) {
+  if (options_.ports) net_.ports = *options_.ports;
+  if (options_.hosts) {
+    net_.peers = *options_.hosts;
+    net_.peers_file.clear();
+  }
+  tests_.insert(options_.tests.begin(), options_.tests.end());
+  if (tests_.empty()) tests_.insert(FullRunTests().begin(), FullRunTests().end());
+}
+
+ProbeOutcome VnetperfRun::Run() {
+  auto secret = options_.secret ? Result<Secret>(*options_.secret) : responder_.ClientSecret(net_);
+  if (!secret) return ProbeOutcome::Failure(secret.failure());
+  secret_ = std::move(secret).value();
+  json result = {{"mode", "full"}, {"date", VnetperfDate()}, {"tests", json::object()}, {"bad_hosts", json::array()}};
+  Hosts hosts;
+  RemoteMtus remote_mtus;
+  if (auto stop = FindHosts(result, hosts, remote_mtus)) return std::move(*stop);
+  PlanProgress(hosts.size());
+  result["interfaces"] = Interfaces(hosts, remote_mtus);
+  if (tests_.contains("latency")) {
+    Progress("latency with " + std::to_string(hosts.size()) + " hosts", true);
+    result["tests"]["latency"] = LatencyTable(hosts);
+  }
+  for (const char* test : {"tcp-throughput", "udp-throughput"}) {
+    if (!tests_.contains(test)) continue;
+    result["tests"][test] = ThroughputLadder(hosts, test);
+  }
+  result["findings"] = findings_;
+  if (tests_.contains("connections")) {
+    Progress("connections", /*slot=*/false);
+    result["tests"]["connections"] = ConnectionTable(hosts);
+  }
+  if (ctx_.ShouldStop()) {
+    return ProbeOutcome::Failure(ctx_.Cancelled() ? "cancelled" : "timeout", "net run stopped", result);
+  }
+  return ProbeOutcome::Success(result);
+}
+
+std::optional<ProbeOutcome> VnetperfRun::FindHosts(json& result, Hosts& hosts, RemoteMtus& remote_mtus) {
+  const bool ignore_bad = options_.ignore_bad_hosts;
+  std::vector<std::string> errors;
+  const auto specs = peer_list_.Read(net_, responder_.DefaultPort(net_), &errors);
+  if (!errors.empty() && !ignore_bad) {
+    return ProbeOutcome::Failure("bad_hosts", errors.front(), result);
+  }
+  hosts = ReachableHosts(specs, secret_, result["bad_hosts"], remote_mtus);
+  for (const json& bad : result["bad_hosts"]) Report("bad_host", bad);
+  if (!result["bad_hosts"].empty() && !ignore_bad) {
+    return ProbeOutcome::Failure("bad_hosts",
+                                 "unreachable host " + result["bad_hosts"][0]["node"].get<std::string>() + ": " +
+                                     result["bad_hosts"][0]["error"].get<std::string>() +
+                                     " (use --ignore-bad-hosts to test the others)",
+                                 result);
+  }
+  if (hosts.empty()) return ProbeOutcome::Failure("no_hosts", "no reachable hosts", result);
+  return std::nullopt;
+}
+
+// Every host must answer a hello before any test runs (vnetperf's rule):
+// the hosts that did; the others go to `bad_hosts` with the reason.
+Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, const Secret& secret, json& bad_hosts,
+                                  RemoteMtus& remote_mtus) {
+  Hosts hosts;
+  for (const auto& peer : Resolve(specs)) {
+    const Result<HelloReply> hello =
+        peer.address ? Hello(*peer.address, secret, kHelloTimeout) : Result<HelloReply>(peer.address.failure());
+    if (hello) {
+      hosts.emplace_back(peer.spec.name, *peer.address);
+      remote_mtus[peer.spec.name] = hello->mtu;
+    } else {
+      bad_hosts.push_back({{"node", peer.spec.name}, {"error", hello.error()}});
+    }
+  }
+  return hosts;
+}
+
+void VnetperfRun::PlanProgress(std::size_t hosts) {
+  const std::size_t rates = Rates().size();
+  slots_ = tests_.contains("latency") ? 1 : 0;
+  for (const char* test : {"tcp-throughput", "udp-throughput"}) {
+    if (tests_.contains(test)) slots_ += rates * (hosts >= 2 ? 1 : hosts);
+  }
+  started_ = Clock::now();
+  done_ = 0;
+}
+
+void VnetperfRun::Progress(const std::string& step, bool slot) {
+  if (!ctx_.on_progress) return;
+  const auto elapsed = Clock::now() - started_;
+  const auto remaining = options_.duration * static_cast<std::int64_t>(slots_ - std::min(done_, slots_));
+  done_ += slot ? 1 : 0;
+  const auto planned = options_.duration * static_cast<std::int64_t>(slots_);
+  ctx_.on_progress({fmt::format("{} ({} of {} steps, {:.0f} s planned)", step, std::min(done_, slots_), slots_,
+                                std::chrono::duration<double>(planned).count()),
+                    elapsed, remaining});
+}
+
+json VnetperfRun::Interfaces(const Hosts& hosts, RemoteMtus& remote_mtus) {
+  json interfaces = json::array();
+  for (const auto& [name, address] : hosts) {
+    json row = PeerInterfaceJson(name, interfaces_, address, remote_mtus[name]);
+    if (row["mtu_mismatch"].get<bool>()) {
+      findings_.push_back(DescribeMtuMismatch(name, row["interface"].get<std::string>(),
+                                              row["mtu_local"].get<std::uint32_t>(),
+                                              row["mtu_remote"].get<std::uint32_t>()));
+    }
+    interfaces.push_back(std::move(row));
+  }
+  return interfaces;
+}
+
+void VnetperfRun::Report(std::string_view kind, const json& row) const {
+  if (!ctx_.on_report) return;
+  json entry = row;
+  entry["kind"] = kind;
+  ctx_.on_report(entry);
+}
+
+}  // namespace hostperf::probes::net
