@@ -12,7 +12,7 @@
 #include <optional>
 #include <sstream>
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 std::string Trim(std::string_view text) {
@@ -263,4 +263,4 @@ HttpHandler MetricsHandler(std::vector<std::shared_ptr<prometheus::Collectable>>
   };
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

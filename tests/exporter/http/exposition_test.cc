@@ -22,7 +22,7 @@
 
 #include "../../common/go_float.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -338,4 +338,4 @@ TEST(MetricsHandlerTest, ReflectsChangesBetweenScrapes) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

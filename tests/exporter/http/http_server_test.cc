@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -674,4 +674,4 @@ TEST(HttpServerStartTest, LocalhostListensOnLoopback) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http
