@@ -98,6 +98,20 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](hostperf/[^>"]+)[>"]')
 SUFFIXES = (".cc", ".h", ".h.in")
 
 
+NAMESPACE = re.compile(r"^\s*namespace\s+(hostperf(?:::\w+)*)\s*\{")
+NAMESPACE_TEXT = "each exporter library declares its code in its own namespace (hostperf::<library>)"
+
+
+def library_namespace(path):
+    """The namespace a file under exporter/<library>/ must use, or None."""
+    parts = path.split(os.sep)
+    if len(parts) < 3 or parts[0] != "exporter" or parts[1] not in EXPORTER_LIBS:
+        return None
+    if SECURITY_SOURCES.search(path) or path.endswith(("web_config.h", "web_security.h")):
+        return "hostperf::http_security"
+    return "hostperf::" + parts[1]
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -115,12 +129,18 @@ def main():
                          for folder, applies, forbidden, text in RULES
                          if path.startswith(folder) and applies(path)]
                 checked += 1
+                expected_namespace = library_namespace(path)
                 with open(os.path.join(root, path), encoding="utf-8", errors="replace") as source:
                     for number, line in enumerate(source, 1):
                         local = LOCAL_INCLUDE.match(line)
                         if local and not local.group(1).startswith("hostperf/") and "/" in local.group(1):
                             violations.append('%s:%d: includes "%s": %s' % (path, number, local.group(1), LOCAL_PATH_TEXT))
                             continue
+                        opened = NAMESPACE.match(line)
+                        if (opened and expected_namespace and opened.group(1) != expected_namespace and
+                                not opened.group(1).startswith(expected_namespace + "::")):
+                            violations.append("%s:%d: namespace %s: %s (%s)" %
+                                              (path, number, opened.group(1), NAMESPACE_TEXT, expected_namespace))
                         match = INCLUDE.match(line)
                         if not match:
                             continue

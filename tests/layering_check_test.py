@@ -55,12 +55,21 @@ VIOLATIONS = [
      "a local include names a header beside the source"),
 ]
 
+# (what, file, a namespace line, words the check must print): a library's
+# code in another library's namespace.
+NAMESPACE_VIOLATIONS = [
+    ("cmd code in the old shared namespace", "exporter/cmd/src/logging.cc", "namespace hostperf::exporter {",
+     "namespace hostperf::exporter: each exporter library declares its code in its own namespace"),
+    ("cmd code in the daemon's namespace", "exporter/cmd/src/logging.cc", "namespace hostperf::daemon {",
+     "(hostperf::cmd)"),
+]
 
-def write_tree(root, extra=None):
+
+def write_tree(root, extra=None, raw=False):
     for path, includes in CLEAN.items():
         lines = ['#include "%s"' % inc for inc in includes]
         if extra and extra[0] == path:
-            lines.append('#include "%s"' % extra[1])
+            lines.append(extra[1] if raw else '#include "%s"' % extra[1])
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -86,6 +95,18 @@ def main():
             write_tree(root, (path, include))
             result = check(root)
             line = '%s:%d: includes "%s"' % (path, len(CLEAN[path]) + 1, include)
+            if result.returncode == 1 and line in result.stdout and words in result.stdout:
+                passed += 1
+                print("ok   %s refused: %s" % (what, line))
+            else:
+                failed += 1
+                print("FAIL %s not refused as expected (exit %d):\n%s%s" % (what, result.returncode, result.stdout,
+                                                                            result.stderr))
+        for index, (what, path, text, words) in enumerate(NAMESPACE_VIOLATIONS):
+            root = pathlib.Path(scratch) / ("namespace%d" % index)
+            write_tree(root, (path, text), raw=True)
+            result = check(root)
+            line = "%s:%d: namespace" % (path, len(CLEAN[path]) + 1)
             if result.returncode == 1 and line in result.stdout and words in result.stdout:
                 passed += 1
                 print("ok   %s refused: %s" % (what, line))

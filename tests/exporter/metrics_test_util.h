@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace hostperf::exporter::test_util {
+namespace hostperf::test_util {
 
 // Whether `metric` carries every pair of `labels` (a subset match).
 inline bool LabelsInclude(const prometheus::ClientMetric& metric, const std::map<std::string, std::string>& labels) {
@@ -89,4 +89,4 @@ inline const prometheus::MetricFamily* FindFamily(const std::vector<prometheus::
   return nullptr;
 }
 
-}  // namespace hostperf::exporter::test_util
+}  // namespace hostperf::test_util

@@ -32,7 +32,7 @@
 
 namespace {
 
-using namespace hostperf::exporter;
+using namespace hostperf::runs;
 using nlohmann::json;
 
 // A daemon without probes: every request is validated in full, then refused

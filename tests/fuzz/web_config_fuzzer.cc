@@ -13,10 +13,11 @@ namespace {
 
 constexpr const char* kFile = "/etc/hostperf/web.yml";
 
-void CheckAccepted(const hostperf::exporter::WebConfig& config) {
+void CheckAccepted(const hostperf::http_security::WebConfig& config) {
   if (config.source != kFile) std::abort();
   for (const auto& [user, hash] : config.basic_auth_users) {
-    if (user.empty() || user.find(':') != std::string::npos || !hostperf::exporter::IsBcryptHash(hash)) std::abort();
+    if (user.empty() || user.find(':') != std::string::npos || !hostperf::http_security::IsBcryptHash(hash))
+      std::abort();
   }
   for (const auto& [name, value] : config.headers) {
     if (value.empty() || value.find_first_of("\r\n") != std::string::npos) std::abort();
@@ -33,7 +34,7 @@ void CheckAccepted(const hostperf::exporter::WebConfig& config) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  const auto parsed = hostperf::exporter::ParseWebConfig(text, kFile);  // throws: a crash
+  const auto parsed = hostperf::http_security::ParseWebConfig(text, kFile);  // throws: a crash
   if (!parsed.ok()) {
     if (parsed.error().rfind(kFile, 0) != 0) std::abort();
     return 0;

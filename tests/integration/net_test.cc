@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/protocol.h"
 #include "process_harness.h"
@@ -237,8 +238,7 @@ TEST_F(NetIntegrationTest, ResponderRecoversFromAPortInUseAndMovesOnReload) {
   // A reload that moves the responder to another port and rotates the secret.
   const std::string rotated = "rotated-secret-for-the-reload-test-0123456789";
   dir_.Write("secret", rotated);
-  std::ifstream in(dir_.path() + "/d.toml");
-  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string config = hostperf::ReadFile(dir_.path() + "/d.toml").value_or("");
   const std::string from = "ports = [" + std::to_string(first) + "]";
   ASSERT_NE(config.find(from), std::string::npos);
   config.replace(config.find(from), from.size(), "ports = [" + std::to_string(second) + "]");

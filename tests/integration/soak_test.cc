@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "hostperf/probes/stats.h"
 #include "net_http_fault_harness.h"
 #include "process_harness.h"
 #include "registered_probes.h"
@@ -87,12 +88,6 @@ double ProbeSum(const std::map<std::string, double>& samples, const std::string&
     if (series.rfind(family + "{", 0) == 0 && series.find(label) != std::string::npos) sum += value;
   }
   return sum;
-}
-
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
@@ -173,10 +168,10 @@ TEST(SoakTest, AcceleratedScheduleStaysHealthyAndFlat) {
     }
   }
 
-  const double rss_before = Median(first_rss);
-  const double rss_after = Median(last_rss);
-  const double fds_before = Median(first_fds);
-  const double fds_after = Median(last_fds);
+  const double rss_before = hostperf::probes::Median(first_rss);
+  const double rss_after = hostperf::probes::Median(last_rss);
+  const double fds_before = hostperf::probes::Median(first_fds);
+  const double fds_after = hostperf::probes::Median(last_fds);
   std::printf("soak: %d s, %d scrapes, %d failed; windows of %d s\n", seconds, scrapes, failed_scrapes, window);
   std::printf("soak: VmRSS %.0f KiB -> %.0f KiB (%+.1f%%), open fds %.0f -> %.0f (%+.0f)\n", rss_before, rss_after,
               rss_before > 0 ? 100.0 * (rss_after - rss_before) / rss_before : 0.0, fds_before, fds_after,

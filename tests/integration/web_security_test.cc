@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../common/test_pki.h"
+#include "hostperf/base/files.h"
 #include "net_http_fault_harness.h"
 #include "process_harness.h"
 
@@ -399,8 +400,7 @@ int StatusFrom(const char* source, int port, const std::string& request) {
 
 // CPU time (user + system) of a process in seconds, from /proc/PID/stat.
 double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = hostperf::ReadFile("/proc/" + std::to_string(pid) + "/stat").value_or("");
   const auto close = text.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream fields(text.substr(close + 2));

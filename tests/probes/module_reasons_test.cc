@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "hostperf/base/files.h"
 #include "hostperf/probes/probe.h"
 
 namespace hostperf::probes {
@@ -71,9 +72,9 @@ TEST(ModuleReasonsTest, EveryModuleDeclaresTheReasonsItsPageDocuments) {
   for (const ProbeModule* module : AllProbes()) {
     const std::string path = std::string(HOSTPERF_SOURCE_DIR) + "/probes/" + std::string(module->name) + "/metrics.md";
     SCOPED_TRACE(path);
-    std::ifstream file(path);
-    ASSERT_TRUE(file) << "no metrics page";
-    const std::string page((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const auto read = hostperf::ReadFile(path);
+    ASSERT_TRUE(read) << "no metrics page";
+    const std::string& page = *read;
     const auto failures = DocumentedReasons(page, "failures");
     const auto skips = DocumentedReasons(page, "skips");
     ASSERT_TRUE(failures && skips) << "no \"| failures ... |\" and \"| skips ... |\" rows";

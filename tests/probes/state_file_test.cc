@@ -76,8 +76,8 @@ TEST_F(StateFileTest, RandomNamesDifferAndNoTemporaryStays) {
 TEST_F(StateFileTest, ReadingRefusesFifosAndOversizedFiles) {
   const fs::path fifo = dir_.path() / "runs.json.fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_FALSE(ReadWholeFile(fifo).has_value());  // returns at once
-  EXPECT_EQ(ReadWholeFile(victim()).value_or(""), "precious\n");
+  EXPECT_FALSE(ReadStateFile(fifo).has_value());  // returns at once
+  EXPECT_EQ(ReadStateFile(victim()).value_or(""), "precious\n");
 }
 
 // The CLI and the daemon share the state directory: a temporary that another

@@ -115,7 +115,7 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
     const auto spec = ParseHostSpec(host, parsed->api_port);
     return !spec || !IsLocalHost(spec->address, local);
   });
-  exporter::RemoteRunOptions remote;
+  cluster::RemoteRunOptions remote;
   remote.cancel = context.cancel;
   std::unique_ptr<HttpClient> client;
   if (any_remote) {
@@ -136,7 +136,7 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
           stderr);
       return 1;
     }
-    auto token = exporter::ReadApiToken(token_file);
+    auto token = runs::ReadApiToken(token_file);
     if (!token) {
       std::fprintf(stderr, "hostperf check: %s\n", token.error().c_str());
       return 1;
@@ -153,7 +153,7 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
       if (!typed) return ProbeOutcome::Failure(typed.failure());
       return context.run_local(*module, std::move(typed).value());
     }
-    return exporter::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
+    return cluster::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
   };
   std::unique_ptr<StepLine> line = context.step_line ? context.step_line() : nullptr;
   CheckProgress progress;

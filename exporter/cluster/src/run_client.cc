@@ -5,7 +5,7 @@
 
 #include "hostperf/base/files.h"
 
-namespace hostperf::exporter {
+namespace hostperf::cluster {
 namespace {
 
 using nlohmann::json;
@@ -154,4 +154,4 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
   }
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::cluster

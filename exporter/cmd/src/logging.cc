@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace hostperf::exporter {
+namespace hostperf::cmd {
 namespace {
 
 std::string Timestamp(spdlog::log_clock::time_point time) {
@@ -120,4 +120,4 @@ Result<void> SetUpLogging(std::string_view level, LogFormat format) {
   return {};
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::cmd

@@ -149,10 +149,10 @@ hostperf::probes::ProbeOutcome RunFull(const hostperf::probes::ProbeModule& modu
   deps.registry = &registry;
   deps.state_directory = config::ResolveStateDirectory(config);
   auto probe = module.create(deps);
-  exporter::FullRunCallbacks callbacks;
+  hostperf::runs::FullRunCallbacks callbacks;
   callbacks.on_report = std::move(on_report);
   callbacks.on_progress = std::move(on_progress);
-  return exporter::RunFullProbe(*probe, config, std::move(options), &g_cancel, std::move(callbacks));
+  return hostperf::runs::RunFullProbe(*probe, config, std::move(options), &g_cancel, std::move(callbacks));
 }
 
 // A probe's command, with the CLI's full-run path lent to it. On a terminal,
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> rest =
       drop_in.empty() ? std::vector<std::string>(parsed->positional.begin() + 1, parsed->positional.end()) : args;
 
-  (void)exporter::SetUpLogging("warn", exporter::LogFormat::kLogfmt);
+  (void)hostperf::cmd::SetUpLogging("warn", hostperf::cmd::LogFormat::kLogfmt);
   if (!config_file && std::filesystem::exists("/etc/hostperf/hostperf.toml"))
     config_file = "/etc/hostperf/hostperf.toml";
   auto loaded = config_file ? probes::LoadConfigFile(*config_file) : Result<config::Config>(probes::DefaultConfig());
@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  if (command == cluster::kCheckCommandName) return CheckCommand(rest, config);
+  if (command == hostperf::cluster::kCheckCommandName) return CheckCommand(rest, config);
   for (const probes::ProbeModule* module : probes::AllProbes()) {
     if (module->command.run != nullptr && module->command.name == command) return ProbeCommand(*module, rest, *config);
   }

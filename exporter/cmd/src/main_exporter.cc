@@ -27,7 +27,6 @@
 namespace {
 
 namespace config = hostperf::config;
-namespace exporter = hostperf::exporter;
 namespace probes = hostperf::probes;
 using hostperf::FlagSpec;
 using hostperf::FlagStyle;
@@ -97,31 +96,31 @@ std::optional<int> AnswerInfoFlags(const ParsedFlags& flags) {
 }
 
 Result<void> SetUpLoggingFromFlags(const ParsedFlags& flags) {
-  auto format = exporter::ParseLogFormat(flags.Get("log.format").value_or("logfmt"));
+  auto format = hostperf::cmd::ParseLogFormat(flags.Get("log.format").value_or("logfmt"));
   if (!format) return format.failure();
-  return exporter::SetUpLogging(flags.Get("log.level").value_or("info"), *format);
+  return hostperf::cmd::SetUpLogging(flags.Get("log.level").value_or("info"), *format);
 }
 
 // --web.config.file; null when not given. Serving without the TLS or auth
 // the operator asked for would be worse than not starting, so a bad file is
 // an error.
-Result<std::shared_ptr<exporter::WebSecurity>> LoadWebSecurity(const ParsedFlags& flags) {
+Result<std::shared_ptr<hostperf::http_security::WebSecurity>> LoadWebSecurity(const ParsedFlags& flags) {
   const auto path = flags.Get("web.config.file");
-  if (!path) return std::shared_ptr<exporter::WebSecurity>();
-  auto loaded = exporter::WebSecurity::Load(*path);
+  if (!path) return std::shared_ptr<hostperf::http_security::WebSecurity>();
+  auto loaded = hostperf::http_security::WebSecurity::Load(*path);
   if (!loaded) return loaded.failure();
-  return std::shared_ptr<exporter::WebSecurity>(std::move(loaded).value());
+  return std::shared_ptr<hostperf::http_security::WebSecurity>(std::move(loaded).value());
 }
 
-Result<exporter::DaemonOptions> DaemonOptionsFromFlags(const ParsedFlags& flags,
-                                                       std::shared_ptr<exporter::WebSecurity> web_security) {
-  exporter::DaemonOptions options;
+Result<hostperf::daemon::DaemonOptions> DaemonOptionsFromFlags(
+    const ParsedFlags& flags, std::shared_ptr<hostperf::http_security::WebSecurity> web_security) {
+  hostperf::daemon::DaemonOptions options;
   if (auto path = flags.Get("config.file")) options.config_file = *path;
   options.listen_address = flags.Get("web.listen-address").value_or(":9580");
   options.telemetry_path = flags.Get("web.telemetry-path").value_or("/metrics");
   options.web_security = std::move(web_security);
   options.enable_lifecycle = flags.Has("web.enable-lifecycle");
-  if (auto checked = exporter::CheckTelemetryPath(options.telemetry_path); !checked) return checked.failure();
+  if (auto checked = hostperf::daemon::CheckTelemetryPath(options.telemetry_path); !checked) return checked.failure();
   return options;
 }
 
@@ -186,14 +185,14 @@ class Lifecycle {
   }
 
   // The reload thread: runs queued reloads until stopped.
-  void RunReloads(exporter::WebSecurity* web_security) {
+  void RunReloads(hostperf::http_security::WebSecurity* web_security) {
     std::unique_lock lock(mu_);
     for (;;) {
       cv_.wait(lock, [this] { return stop_ || reload_pending_; });
       if (stop_) return;
       reload_pending_ = false;
       reloading_ = true;
-      exporter::Daemon* daemon = daemon_;
+      hostperf::daemon::Daemon* daemon = daemon_;
       lock.unlock();
       spdlog::info("SIGHUP: reloading config");
       (void)daemon->Reload();
@@ -206,7 +205,7 @@ class Lifecycle {
 
   // Start-up ended: `daemon` serves, or null when it failed. False when a
   // stop came during start-up.
-  bool Started(exporter::Daemon* daemon) {
+  bool Started(hostperf::daemon::Daemon* daemon) {
     std::lock_guard lock(mu_);
     started_ = true;
     daemon_ = daemon;
@@ -226,7 +225,7 @@ class Lifecycle {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  exporter::Daemon* daemon_ = nullptr;
+  hostperf::daemon::Daemon* daemon_ = nullptr;
   bool started_ = false;
   bool stop_ = false;
   bool reload_pending_ = false;
@@ -234,28 +233,29 @@ class Lifecycle {
 };
 
 // Starts the daemon and serves until a signal stops it; the exit code.
-int Serve(exporter::DaemonOptions options, config::Config config) {
+int Serve(hostperf::daemon::DaemonOptions options, config::Config config) {
   // Two malloc arenas, before any thread starts: glibc would give up to
   // 8 per core to the HTTP workers and the probes' threads, each keeping
   // its free pages (measured: 5.5 MiB of a 28 MiB resident set after 6000
   // scrapes). The daemon's allocations are few and small outside the probes.
   (void)::mallopt(M_ARENA_MAX, 2);
   const sigset_t signals = BlockHandledSignals();
-  const std::shared_ptr<exporter::WebSecurity> web_security = options.web_security;
+  const std::shared_ptr<hostperf::http_security::WebSecurity> web_security = options.web_security;
   // Never freed: the detached signal thread may still wait in sigwait() when
   // main() returns. Held by a static pointer so that LeakSanitizer sees it
   // reachable once that thread has returned (after SIGTERM).
   static Lifecycle* const lifecycle_root = new Lifecycle;
   Lifecycle& lifecycle = *lifecycle_root;
   std::thread([&lifecycle, signals] { lifecycle.HandleSignals(signals); }).detach();
-  auto daemon = exporter::Daemon::Create(std::move(options), std::make_shared<const config::Config>(std::move(config)),
-                                         exporter::MakeSystemdNotifier());
+  auto daemon =
+      hostperf::daemon::Daemon::Create(std::move(options), std::make_shared<const config::Config>(std::move(config)),
+                                       hostperf::daemon::MakeSystemdNotifier());
   if (!daemon) {
     (void)lifecycle.Started(nullptr);
     spdlog::error("{}", daemon.error());
     return 1;
   }
-  exporter::Daemon& d = *daemon.value();
+  hostperf::daemon::Daemon& d = *daemon.value();
   if (!lifecycle.Started(&d)) d.Shutdown();  // stopped during start-up: Run() returns at once
   if (web_security) web_security->StartWatching(std::chrono::seconds(2));
   std::thread reload_thread([&lifecycle, &web_security] { lifecycle.RunReloads(web_security.get()); });
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   auto options = DaemonOptionsFromFlags(*flags, std::move(web_security).value());
   if (!options) return Fail(options.error());
 
-  auto loaded = exporter::LoadDaemonConfig(options->config_file);
+  auto loaded = hostperf::daemon::LoadDaemonConfig(options->config_file);
   if (!loaded) {
     std::fprintf(stderr, "%s\n", loaded.error().c_str());
     return 1;

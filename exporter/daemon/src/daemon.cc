@@ -18,7 +18,7 @@
 #include "hostperf/http/web_security.h"
 #include "hostperf/probes/build_info.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 class SystemdNotifier final : public ServiceNotifier {
@@ -67,8 +67,8 @@ std::uint64_t MonotonicMicros() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000;
 }
 
-HttpResponse MethodNotAllowed(const char* allow) {
-  auto response = HttpResponse::Text(405, std::string("method not allowed; use ") + allow);
+http::HttpResponse MethodNotAllowed(const char* allow) {
+  auto response = http::HttpResponse::Text(405, std::string("method not allowed; use ") + allow);
   response.headers.emplace_back("Allow", allow);
   return response;
 }
@@ -77,7 +77,7 @@ HttpResponse MethodNotAllowed(const char* allow) {
 
 bool IsReservedPath(const std::string& path) {
   if (path == "/" || path.rfind("/-/", 0) == 0 || path == "/-") return true;
-  const std::string runs(kRunsPath);
+  const std::string runs(runs::kRunsPath);
   return path == runs || path.rfind(runs + "/", 0) == 0;
 }
 
@@ -94,7 +94,7 @@ Result<void> CheckTelemetryPath(const std::string& path) {
   if (path.size() > 1 && path.back() == '/') return bad("must not end with /");
   if (IsReservedPath(path)) {
     return bad("collides with an endpoint of hostperf_exporter (/, /-/healthy, /-/ready, /-/reload, " +
-               std::string(kRunsPath) + ")");
+               std::string(runs::kRunsPath) + ")");
   }
   return {};
 }
@@ -108,7 +108,7 @@ Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::pat
   // bad option is fatal at start (and refused by a reload), not at its slot.
   const config::FullRunsConfig& calendar = loaded->full_runs;
   if (calendar.enabled || !calendar.probes.empty()) {
-    if (auto body = CalendarRunBody(calendar); !body) {
+    if (auto body = runs::CalendarRunBody(calendar); !body) {
       return Result<config::Config>::Error("bad_config", loaded->source + ": " + body.error());
     }
   }
@@ -137,7 +137,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(DaemonOptions options, std::share
 Result<std::optional<std::string>> Daemon::LoadApiToken(const config::Config& config) {
   using R = Result<std::optional<std::string>>;
   if (config.api.token_file.empty()) return R(std::nullopt);
-  auto token = ReadApiToken(config.api.token_file);
+  auto token = runs::ReadApiToken(config.api.token_file);
   if (!token) return token.failure();
   return R(std::optional<std::string>(std::move(token).value()));
 }
@@ -224,57 +224,57 @@ void Daemon::StartScheduler() {
 }
 
 void Daemon::StartRuns(std::optional<std::string> token) {
-  RunManagerHooks hooks;
+  runs::RunManagerHooks hooks;
   hooks.pause_scheduler = [this] { scheduler_->Pause(); };
   hooks.resume_scheduler = [this] { scheduler_->Resume(); };
   hooks.config = [this] {
     std::lock_guard lock(config_mu_);
     return config_;
   };
-  RunManagerOptions run_options;
+  runs::RunManagerOptions run_options;
   run_options.history_file = state_directory_ / "runs.json";
   std::vector<probes::Probe*> full_run_probes;
   for (const auto& probe : probes_) full_run_probes.push_back(probe.get());
   run_manager_ =
-      std::make_unique<RunManager>(std::move(full_run_probes), clock_, std::move(hooks), std::move(run_options));
-  calendar_ = std::make_unique<FullRunCalendar>(
+      std::make_unique<runs::RunManager>(std::move(full_run_probes), clock_, std::move(hooks), std::move(run_options));
+  calendar_ = std::make_unique<runs::FullRunCalendar>(
       clock_, [this](const nlohmann::json& body) { return run_manager_->Submit(body, "calendar"); },
       options_.host_identity);
   calendar_->Apply(*config_);
-  run_api_ = std::make_unique<RunApi>(*run_manager_);
+  run_api_ = std::make_unique<runs::RunApi>(*run_manager_);
   run_api_->SetToken(std::move(token));
   spdlog::info("run API {}", run_api_->enabled() ? "enabled" : "disabled (api.token_file is not set)");
 }
 
-std::map<std::string, HttpHandler> Daemon::Routes() {
+std::map<std::string, http::HttpHandler> Daemon::Routes() {
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables = {
       registry_, std::make_shared<ProcessCollector>(options_.roots),
       std::make_shared<HostFactsCollector>(options_.roots, std::chrono::seconds(15)), run_manager_->Metrics(),
       calendar_->Metrics()};
   if (options_.web_security) collectables.push_back(options_.web_security);  // auth failures, web config reloads
-  std::map<std::string, HttpHandler> routes;
+  std::map<std::string, http::HttpHandler> routes;
   // CheckTelemetryPath (at start) keeps it off every other route.
-  routes[options_.telemetry_path] = MetricsHandler(std::move(collectables));
-  routes["/"] = [this](const HttpRequest& request) { return HandleLanding(request); };
-  routes["/-/healthy"] = [](const HttpRequest&) { return HttpResponse::Text(200, "Healthy"); };
-  routes["/-/ready"] = [this](const HttpRequest&) {
-    return shutting_down_ ? HttpResponse::Text(503, "Shutting down") : HttpResponse::Text(200, "Ready");
+  routes[options_.telemetry_path] = http::MetricsHandler(std::move(collectables));
+  routes["/"] = [this](const http::HttpRequest& request) { return HandleLanding(request); };
+  routes["/-/healthy"] = [](const http::HttpRequest&) { return http::HttpResponse::Text(200, "Healthy"); };
+  routes["/-/ready"] = [this](const http::HttpRequest&) {
+    return shutting_down_ ? http::HttpResponse::Text(503, "Shutting down") : http::HttpResponse::Text(200, "Ready");
   };
-  routes["/-/reload"] = [this](const HttpRequest& request) { return HandleReload(request); };
-  const auto run_api = [this](const HttpRequest& request) { return run_api_->Handle(request); };
-  routes[std::string(kRunsPath)] = run_api;
-  routes[std::string(kRunsPath) + "/*"] = run_api;
+  routes["/-/reload"] = [this](const http::HttpRequest& request) { return HandleReload(request); };
+  const auto run_api = [this](const http::HttpRequest& request) { return run_api_->Handle(request); };
+  routes[std::string(runs::kRunsPath)] = run_api;
+  routes[std::string(runs::kRunsPath) + "/*"] = run_api;
   return routes;
 }
 
 Result<void> Daemon::StartHttp() {
-  HttpServerOptions http;
+  http::HttpServerOptions http;
   http.listen_address = options_.listen_address;
   http.guard = options_.web_security;
   http.on_connection_evicted = [counter = connections_evicted_] { counter->Increment(); };
   http.on_idle = [trimmer = std::make_shared<IdleTrimmer>()] { (*trimmer)(); };
   if (auto checked = CheckTelemetryPath(options_.telemetry_path); !checked) return checked;
-  auto server = HttpServer::Start(http, Routes());
+  auto server = http::HttpServer::Start(http, Routes());
   if (!server) return server.failure();
   server_ = std::move(server).value();
   std::string ports;
@@ -347,23 +347,24 @@ Failure Daemon::ReloadFailed(std::string_view kept, std::string message) {
   return Failure{"bad_config", std::move(message)};
 }
 
-HttpResponse Daemon::HandleLanding(const HttpRequest& request) const {
+http::HttpResponse Daemon::HandleLanding(const http::HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") return MethodNotAllowed("GET, HEAD");
   std::string source;
   {
     std::lock_guard lock(config_mu_);
     source = config_->source;
   }
-  HttpResponse response;
+  http::HttpResponse response;
   response.content_type = "text/html; charset=utf-8";
   response.body = RenderLandingPage(scheduler_->Snapshot(), options_.telemetry_path, source, clock_.UnixSeconds(),
                                     run_manager_->Recent(5), calendar_->NextUnixSeconds());
   return response;
 }
 
-HttpResponse Daemon::HandleReload(const HttpRequest& request) {
+http::HttpResponse Daemon::HandleReload(const http::HttpRequest& request) {
   if (!options_.enable_lifecycle) {
-    return HttpResponse::Text(403, "Lifecycle API is not enabled (start with --web.enable-lifecycle; SIGHUP reloads)");
+    return http::HttpResponse::Text(403,
+                                    "Lifecycle API is not enabled (start with --web.enable-lifecycle; SIGHUP reloads)");
   }
   if (request.method != "POST") return MethodNotAllowed("POST");
   // A browser sends a cross-site "simple request" (a form, a no-cors
@@ -377,14 +378,14 @@ HttpResponse Daemon::HandleReload(const HttpRequest& request) {
   while (!type.empty() && type.back() == ' ') type.pop_back();
   if (!request.Header("origin").empty() || (!site.empty() && site != "none") ||
       type == "application/x-www-form-urlencoded" || type == "multipart/form-data" || type == "text/plain") {
-    return HttpResponse::Text(403,
-                              "cross-site requests to /-/reload are refused (no Origin, Sec-Fetch-Site or "
-                              "form Content-Type)");
+    return http::HttpResponse::Text(403,
+                                    "cross-site requests to /-/reload are refused (no Origin, Sec-Fetch-Site or "
+                                    "form Content-Type)");
   }
   const auto reloaded = Reload();
   // The config's error text stays in the log: it may name files and values.
-  if (!reloaded) return HttpResponse::Text(500, "config reload failed; the previous config stays (see the log)");
-  return HttpResponse::Text(200, "config reloaded");
+  if (!reloaded) return http::HttpResponse::Text(500, "config reload failed; the previous config stays (see the log)");
+  return http::HttpResponse::Text(200, "config reloaded");
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 prometheus::Labels ProbeLabel(std::string_view probe) { return {{"probe", std::string(probe)}}; }
@@ -106,4 +106,4 @@ void FrameworkMetrics::RecordSuspended(std::string_view probe, std::string_view 
 std::span<const std::string_view> FrameworkMetrics::FrameworkFailureReasons() { return kFailureReasons; }
 std::span<const std::string_view> FrameworkMetrics::FrameworkSkipReasons() { return kSkipReasons; }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -1,6 +1,6 @@
 #include "hostperf/daemon/collectors.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 HostFactsCollector::HostFactsCollector(probes::SystemRoots roots, std::chrono::nanoseconds refresh)
     : roots_(std::move(roots)), refresh_(refresh) {}
@@ -44,4 +44,4 @@ std::vector<prometheus::MetricFamily> HostFactsCollector::Collect() const {
   return families;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

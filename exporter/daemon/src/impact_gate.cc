@@ -8,7 +8,7 @@
 
 #include "hostperf/base/files.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 using probes::BudgetResource;
@@ -126,4 +126,4 @@ void ImpactGate::Publish() {
   }
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

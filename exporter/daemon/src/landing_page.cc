@@ -10,7 +10,7 @@
 #include "hostperf/probes/build_info.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 std::string Seconds(double value) {
@@ -46,8 +46,8 @@ std::optional<probes::Figure> WorstFigure(std::string_view probe, const nlohmann
 std::string DegradedCell(const probes::Figure& worst) {
   const char* css = worst.verdict == probes::Verdict::kFail ? "fail" : "warn";
   const std::string what = worst.title + (worst.subject.empty() ? "" : " (" + worst.subject + ")") + ": " + worst.shown;
-  return "<td class=" + std::string(css) + " title=\"" + HtmlEscape(what) + "\">degraded: " + HtmlEscape(what) + " — " +
-         std::string(probes::ToString(worst.verdict)) + "</td>";
+  return "<td class=" + std::string(css) + " title=\"" + http::HtmlEscape(what) +
+         "\">degraded: " + http::HtmlEscape(what) + " — " + std::string(probes::ToString(worst.verdict)) + "</td>";
 }
 
 std::string OutcomeCell(const ProbeStatus& probe) {
@@ -59,11 +59,12 @@ std::string OutcomeCell(const ProbeStatus& probe) {
       if (const auto worst = WorstFigure(probe.name, outcome.result)) return DegradedCell(*worst);
       return "<td class=ok>ok</td>";
     case Status::kSkipped:
-      return "<td class=warn>skipped: " + HtmlEscape(outcome.reason) + "</td>";
+      return "<td class=warn>skipped: " + http::HtmlEscape(outcome.reason) + "</td>";
     case Status::kFailure:
       break;
   }
-  return "<td class=fail title=\"" + HtmlEscape(outcome.message) + "\">failed: " + HtmlEscape(outcome.reason) + "</td>";
+  return "<td class=fail title=\"" + http::HtmlEscape(outcome.message) +
+         "\">failed: " + http::HtmlEscape(outcome.reason) + "</td>";
 }
 
 std::string UtcTime(double unix_seconds) { return FormatUtc(unix_seconds, "%Y-%m-%d %H:%M:%S UTC"); }
@@ -92,10 +93,10 @@ std::string FullRunRow(const nlohmann::json& run, double now) {
   for (const auto& name : run.value("probes", nlohmann::json::array())) {
     if (!name.is_string()) continue;
     const std::string probe = name.get<std::string>();
-    probes += (probes.empty() ? "" : ", ") + HtmlEscape(probe);
+    probes += (probes.empty() ? "" : ", ") + http::HtmlEscape(probe);
     if (results == run.end() || !results->is_object() || !results->contains(probe)) continue;
     const std::string figures = RenderFigures(probe, (*results)[probe]);
-    if (!figures.empty()) checks += "<b>" + HtmlEscape(probe) + "</b><br>" + figures;
+    if (!figures.empty()) checks += "<b>" + http::HtmlEscape(probe) + "</b><br>" + figures;
     if (const auto figure = WorstFigure(probe, (*results)[probe])) worst = std::max(worst, Severity(figure->verdict));
   }
   std::string shown_state = state;
@@ -108,11 +109,12 @@ std::string FullRunRow(const nlohmann::json& run, double now) {
   const std::string when = created != run.end() && created->is_number()
                                ? UtcTime(created->get<double>()) + " (" +
                                      HumaniseRelative(created->get<double>(), now) + ")" +
-                                     (trigger.empty() ? "" : ", by the " + HtmlEscape(trigger))
+                                     (trigger.empty() ? "" : ", by the " + http::HtmlEscape(trigger))
                                : "–";
-  return "<tr><td><a href=\"/api/v1/runs/" + HtmlEscape(id) + "\">" + HtmlEscape(id) + "</a></td><td class=" + css +
-         ">" + HtmlEscape(shown_state) + (reason.empty() ? "" : ": " + HtmlEscape(reason)) + "</td><td>" + probes +
-         "</td><td>" + when + "</td><td>" + (checks.empty() ? "–" : checks) + "</td></tr>\n";
+  return "<tr><td><a href=\"/api/v1/runs/" + http::HtmlEscape(id) + "\">" + http::HtmlEscape(id) +
+         "</a></td><td class=" + css + ">" + http::HtmlEscape(shown_state) +
+         (reason.empty() ? "" : ": " + http::HtmlEscape(reason)) + "</td><td>" + probes + "</td><td>" + when +
+         "</td><td>" + (checks.empty() ? "–" : checks) + "</td></tr>\n";
 }
 
 }  // namespace
@@ -157,9 +159,10 @@ std::string RenderFigures(std::string_view probe, const nlohmann::json& result) 
                       : figure.verdict == Verdict::kWarn ? "warn"
                       : figure.verdict == Verdict::kFail ? "fail"
                                                          : "info";
-    html += "<span class=" + std::string(css) + ">" + HtmlEscape(figure.title) +
-            (figure.subject.empty() ? "" : " (" + HtmlEscape(figure.subject) + ")") + ": " + HtmlEscape(figure.shown) +
-            " — " + verdict + " (" + HtmlEscape(figure.threshold) + ")</span><br>";
+    html += "<span class=" + std::string(css) + ">" + http::HtmlEscape(figure.title) +
+            (figure.subject.empty() ? "" : " (" + http::HtmlEscape(figure.subject) + ")") + ": " +
+            http::HtmlEscape(figure.shown) + " — " + verdict + " (" + http::HtmlEscape(figure.threshold) +
+            ")</span><br>";
   }
   return html;
 }
@@ -174,16 +177,16 @@ std::string RenderLandingPage(const std::vector<ProbeStatus>& probes, std::strin
       "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
       ".ok{background:#dfd}.warn{background:#ffd}.fail{background:#fdd}.info{background:#eef}</style></head><body>\n"
       "<h1>hostperf exporter</h1>\n<p>Version " +
-      HtmlEscape(build_info::kVersion) + " (" + HtmlEscape(build_info::kRevision) + "), built with " +
-      HtmlEscape(build_info::kCompiler) + " " + HtmlEscape(build_info::kCompilerVersion) + ", fingerprint <code>" +
-      HtmlEscape(build_info::kFingerprint) + "</code>. Config: <code>" + HtmlEscape(config_source) +
-      "</code>.</p>\n<ul><li><a href=\"" + HtmlEscape(telemetry_path) +
+      http::HtmlEscape(build_info::kVersion) + " (" + http::HtmlEscape(build_info::kRevision) + "), built with " +
+      http::HtmlEscape(build_info::kCompiler) + " " + http::HtmlEscape(build_info::kCompilerVersion) +
+      ", fingerprint <code>" + http::HtmlEscape(build_info::kFingerprint) + "</code>. Config: <code>" +
+      http::HtmlEscape(config_source) + "</code>.</p>\n<ul><li><a href=\"" + http::HtmlEscape(telemetry_path) +
       "\">Metrics</a></li><li><a href=\"/-/healthy\">Health</a></li><li><a href=\"/-/ready\">Readiness</a></li>"
       "<li><a href=\"/api/v1/runs\">Full runs (run API)</a></li></ul>\n"
       "<h2>Probes</h2>\n<table><tr><th>probe</th><th>schedule</th><th>timeout</th><th>last run</th>"
       "<th>took</th><th>last result</th><th>against thresholds</th><th>next run</th></tr>\n";
   for (const ProbeStatus& probe : probes) {
-    html += "<tr><td>" + HtmlEscape(probe.name) + "</td>";
+    html += "<tr><td>" + http::HtmlEscape(probe.name) + "</td>";
     if (!probe.enabled) {
       html += "<td colspan=7>disabled</td></tr>\n";
       continue;
@@ -224,4 +227,4 @@ std::string RenderLandingPage(const std::vector<ProbeStatus>& probes, std::strin
   return html;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -8,7 +8,7 @@
 #include "hostperf/base/files.h"
 #include "hostperf/daemon/collectors.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 // Non-throwing: a malformed file must cost its metric, not the scrape.
@@ -108,4 +108,4 @@ std::vector<prometheus::MetricFamily> ProcessCollector::Collect() const {
   return families;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

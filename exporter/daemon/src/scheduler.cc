@@ -11,7 +11,7 @@
 
 #include "hostperf/probes/probe_cpu.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 using std::chrono::nanoseconds;
@@ -330,4 +330,4 @@ std::vector<ProbeStatus> Scheduler::Snapshot() const {
   return statuses;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 std::string Trim(std::string_view text) {
@@ -351,4 +351,4 @@ HttpHandler MetricsHandler(std::vector<std::shared_ptr<prometheus::Collectable>>
   };
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

@@ -1,6 +1,6 @@
 #include "hostperf/http/html.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 
 std::string HtmlEscape(std::string_view text) {
   std::string out;
@@ -29,4 +29,4 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

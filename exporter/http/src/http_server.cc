@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 std::string Lower(std::string text) {
@@ -698,4 +698,4 @@ std::int64_t HttpServer::KeepAliveSeconds(const mg_request_info* info) const {
   return (options_.keep_alive_timeout.count() + 999) / 1000;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

@@ -16,7 +16,7 @@
 
 #include "hostperf/base/files.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http_security {
 namespace {
 
 using Config = Result<WebConfig>;
@@ -467,4 +467,4 @@ bool VerifyBcrypt(const std::string& password, const std::string& hash) {
   return length == hash.size() && CRYPTO_memcmp(computed, hash.data(), length) == 0;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http_security

@@ -10,7 +10,7 @@
 #include <cctype>
 #include <mutex>
 
-namespace hostperf::exporter {
+namespace hostperf::http_security {
 namespace {
 
 // Verified against for unknown users so that a wrong user name costs the same
@@ -253,7 +253,7 @@ void WebSecurity::SetHandshakeObserver(std::function<void()> observer) {
   });
 }
 
-std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
+std::optional<http::HttpResponse> WebSecurity::Authorize(const http::HttpRequest& request) {
   const auto state = Current();
   const auto& users = state->config.basic_auth_users;
   if (users.empty()) return std::nullopt;
@@ -262,11 +262,11 @@ std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
     const bool known = user != users.end();
     if (known && cache_.Contains(credentials->user, credentials->password, user->second)) return std::nullopt;
     // Not verified before: bcrypt, within the limiter's budget.
-    if (!limiter_.Admit(ClientSourceKey(request.remote_address), std::chrono::steady_clock::now())) {
+    if (!limiter_.Admit(http::ClientSourceKey(request.remote_address), std::chrono::steady_clock::now())) {
       ++auth_failures_;
       ++auth_rate_limited_;
       std::this_thread::sleep_for(limiter_.refusal_delay());
-      auto response = HttpResponse::Text(429, "Too many authentication attempts; retry later");
+      auto response = http::HttpResponse::Text(429, "Too many authentication attempts; retry later");
       response.headers.emplace_back("Retry-After", "1");
       return response;
     }
@@ -281,7 +281,7 @@ std::optional<HttpResponse> WebSecurity::Authorize(const HttpRequest& request) {
     }
   }
   ++auth_failures_;
-  auto response = HttpResponse::Text(401, "Unauthorized");
+  auto response = http::HttpResponse::Text(401, "Unauthorized");
   response.headers.emplace_back("WWW-Authenticate", "Basic realm=\"hostperf\", charset=\"UTF-8\"");
   return response;
 }
@@ -354,4 +354,4 @@ void WebSecurity::Watch(std::chrono::milliseconds period) {
   }
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http_security

@@ -9,7 +9,7 @@
 
 #include "hostperf/base/files.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 std::array<unsigned char, EVP_MAX_MD_SIZE> Sha256(std::string_view text, unsigned* size) {
@@ -52,4 +52,4 @@ std::string_view TrimToken(std::string_view text) {
   return text;
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

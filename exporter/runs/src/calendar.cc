@@ -13,7 +13,7 @@
 
 #include "hostperf/base/files.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using nlohmann::json;
@@ -206,4 +206,4 @@ std::optional<double> FullRunCalendar::NextUnixSeconds() const {
 
 std::shared_ptr<prometheus::Collectable> FullRunCalendar::Metrics() { return std::make_shared<Collector>(*this); }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

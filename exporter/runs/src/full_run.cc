@@ -5,7 +5,7 @@
 
 #include "hostperf/config/units.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using nlohmann::json;
@@ -95,4 +95,4 @@ probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& co
   }
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

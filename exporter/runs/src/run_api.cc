@@ -7,15 +7,15 @@
 
 #include "hostperf/base/files.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using nlohmann::json;
 
 constexpr std::size_t kRecentRuns = 20;
 
-HttpResponse Json(int status, const json& body) {
-  HttpResponse response;
+http::HttpResponse Json(int status, const json& body) {
+  http::HttpResponse response;
   response.status = status;
   response.content_type = "application/json";
   // Error texts may quote invalid UTF-8 from a request (e.g. a JSON parse
@@ -24,9 +24,9 @@ HttpResponse Json(int status, const json& body) {
   return response;
 }
 
-HttpResponse Error(int status, std::string message) { return Json(status, {{"error", std::move(message)}}); }
+http::HttpResponse Error(int status, std::string message) { return Json(status, {{"error", std::move(message)}}); }
 
-HttpResponse MethodNotAllowed(const char* allow) {
+http::HttpResponse MethodNotAllowed(const char* allow) {
   auto response = Error(405, std::string("method not allowed; use ") + allow);
   response.headers.emplace_back("Allow", allow);
   return response;
@@ -55,7 +55,7 @@ bool RunApi::enabled() const {
   return token_.has_value();
 }
 
-bool RunApi::Authorized(const HttpRequest& request) const {
+bool RunApi::Authorized(const http::HttpRequest& request) const {
   std::string given;
   const std::string authorization = request.Header("authorization");
   constexpr std::string_view kBearer = "bearer ";
@@ -70,7 +70,7 @@ bool RunApi::Authorized(const HttpRequest& request) const {
   return token_ && !given.empty() && TokensEqual(given, *token_);
 }
 
-HttpResponse RunApi::Handle(const HttpRequest& request) {
+http::HttpResponse RunApi::Handle(const http::HttpRequest& request) {
   if (!enabled()) {
     return Error(403,
                  "the run API is disabled: set api.token_file in the config to a file holding a bearer token "
@@ -121,7 +121,7 @@ HttpResponse RunApi::Handle(const HttpRequest& request) {
   return MethodNotAllowed("GET, HEAD, DELETE");
 }
 
-HttpResponse RunApi::Submit(const HttpRequest& request) {
+http::HttpResponse RunApi::Submit(const http::HttpRequest& request) {
   if (request.body.size() > kMaxRunBodyBytes) {
     return Error(413, "body larger than " + std::to_string(kMaxRunBodyBytes) + " bytes");
   }
@@ -155,7 +155,7 @@ HttpResponse RunApi::Submit(const HttpRequest& request) {
   return Error(400, submission.error);
 }
 
-HttpResponse RunApi::Cancel(std::string_view id) {
+http::HttpResponse RunApi::Cancel(std::string_view id) {
   switch (manager_.Cancel(id)) {
     case RunManager::CancelStatus::kCancelling:
       return Json(202, {{"id", std::string(id)},
@@ -169,4 +169,4 @@ HttpResponse RunApi::Cancel(std::string_view id) {
   return Error(404, "no run " + std::string(id));
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -14,7 +14,7 @@
 #include "hostperf/probes/state_file.h"
 #include "hostperf/runs/full_run.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using nlohmann::json;
@@ -679,4 +679,4 @@ void RunManager::Finish(const Execution& execution) {
   Flush();
 }
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -36,7 +36,7 @@ std::string RandomSuffix() {
 
 }  // namespace
 
-std::optional<std::string> ReadWholeFile(const std::filesystem::path& path) {
+std::optional<std::string> ReadStateFile(const std::filesystem::path& path) {
   auto text = ReadBoundedFile(path, "state file", kMaxStateFileBytes);
   if (!text) return std::nullopt;
   return std::move(text).value();

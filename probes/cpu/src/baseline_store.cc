@@ -70,7 +70,7 @@ void BaselineStore::Load() {
   RemoveStaleTemporaries(path_);   // a crash mid-write
   std::error_code ec;
   if (!fs::exists(path_, ec)) return;  // first start: nothing calibrated yet
-  const auto text = ReadWholeFile(path_);
+  const auto text = ReadStateFile(path_);
   if (!text) {
     spdlog::warn("cpu probe: cannot read {}; starting without stored baselines", path_.string());
     return;

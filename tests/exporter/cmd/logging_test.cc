@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace hostperf::exporter {
+namespace hostperf::cmd {
 namespace {
 
 using ::testing::HasSubstr;
@@ -103,4 +103,4 @@ TEST_F(SetUpLoggingTest, ErrorLevelHidesWarnings) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::cmd

@@ -15,7 +15,7 @@
 
 #include "../metrics_test_util.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 namespace fs = std::filesystem;
@@ -249,4 +249,4 @@ TEST(HostFactsCollectorTest, CachesFactsForTheRefreshPeriodButReadsStealFresh) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

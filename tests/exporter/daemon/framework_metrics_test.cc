@@ -15,7 +15,7 @@
 #include "../metrics_test_util.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -153,4 +153,4 @@ TEST(FrameworkMetricsTest, ProbeWithoutAModuleGetsTheFrameworkReasons) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

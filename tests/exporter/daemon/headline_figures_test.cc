@@ -9,7 +9,7 @@
 #include "hostperf/daemon/landing_page.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 using nlohmann::json;
@@ -180,4 +180,4 @@ TEST(LandingPageVerdictsTest, SaysHowToStartAFullRunWhenThereIsNone) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -10,7 +10,7 @@
 #include "hostperf/base/clock.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -19,16 +19,16 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 TEST(HtmlEscapeTest, EscapesTheFiveSpecialCharacters) {
-  EXPECT_EQ(HtmlEscape(R"(<a href="x">Tom & Jerry's</a>)"),
+  EXPECT_EQ(http::HtmlEscape(R"(<a href="x">Tom & Jerry's</a>)"),
             "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;");
 }
 
 TEST(HtmlEscapeTest, LeavesPlainTextAlone) {
-  EXPECT_EQ(HtmlEscape(""), "");
-  EXPECT_EQ(HtmlEscape("cpu probe: 5min, ünïcödé"), "cpu probe: 5min, ünïcödé");
+  EXPECT_EQ(http::HtmlEscape(""), "");
+  EXPECT_EQ(http::HtmlEscape("cpu probe: 5min, ünïcödé"), "cpu probe: 5min, ünïcödé");
 }
 
-TEST(HtmlEscapeTest, EscapesAnAmpersandOnlyOnce) { EXPECT_EQ(HtmlEscape("&amp;"), "&amp;amp;"); }
+TEST(HtmlEscapeTest, EscapesAnAmpersandOnlyOnce) { EXPECT_EQ(http::HtmlEscape("&amp;"), "&amp;amp;"); }
 
 constexpr double kNow = 1'800'000'000.0;
 
@@ -209,4 +209,4 @@ TEST(RenderLandingPageTest, FullRunRowShowsDegradedStateAgeAndTrigger) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

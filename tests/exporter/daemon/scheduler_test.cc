@@ -31,7 +31,7 @@
 #include "hostperf/daemon/impact_gate.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -922,4 +922,4 @@ TEST(ParsePressureTest, ReadsSomeAvg10AndRejectsGarbage) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -23,7 +23,7 @@
 
 #include "../../common/go_float.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -365,4 +365,4 @@ TEST(MetricsHandlerTest, ConcurrentScrapesEachSeeWhatWasSetBeforeTheyAsked) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

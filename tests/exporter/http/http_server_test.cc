@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -748,4 +748,4 @@ TEST(HttpServerStartTest, LocalhostListensOnLoopback) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

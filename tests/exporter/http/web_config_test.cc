@@ -17,7 +17,7 @@
 #include "../../probes/temp_dir.h"
 #include "hostperf/http/web_security.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http_security {
 namespace {
 
 using probes::test_support::TempDir;
@@ -378,8 +378,8 @@ TEST_F(TlsContextTest, RejectsMissingAndGarbageFiles) {
 
 // --- WebSecurity: the live config ----------------------------------------------
 
-HttpRequest WithAuthorization(const std::string& value) {
-  HttpRequest request;
+http::HttpRequest WithAuthorization(const std::string& value) {
+  http::HttpRequest request;
   request.method = "GET";
   request.path = "/metrics";
   if (!value.empty()) request.headers["authorization"] = value;
@@ -505,4 +505,4 @@ TEST_F(WebSecurityTest, LoadFailsWithTheFilesMessage) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http_security

@@ -13,7 +13,7 @@
 
 #include "hostperf/http/http_server.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 namespace {
 
 constexpr std::size_t kFuzzerWorkerStackBytes = 102400;  // run_api_fuzzer.cc's kWorkerStackBytes
@@ -61,4 +61,4 @@ TEST(WorkerStackTest, HandlersRunOnTheStackSizeTheRunApiFuzzerUses) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

@@ -19,7 +19,7 @@
 #include "hostperf/probes/probe.h"
 #include "hostperf/runs/run_manager.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using namespace std::chrono_literals;
@@ -350,4 +350,4 @@ TEST(FullRunCalendarTest, RunsGoThroughTheRunManagerMarkedAsCalendarRuns) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -14,7 +14,7 @@
 #include "hostperf/runs/run_api.h"
 #include "hostperf/runs/run_manager.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using ::testing::HasSubstr;
@@ -35,8 +35,8 @@ class RunApiFuzzRegressionTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  HttpResponse Post(const std::string& body) {
-    HttpRequest request;
+  http::HttpResponse Post(const std::string& body) {
+    http::HttpRequest request;
     request.method = "POST";
     request.path = std::string(kRunsPath);
     request.headers["authorization"] = "Bearer token";
@@ -53,7 +53,7 @@ class RunApiFuzzRegressionTest : public ::testing::Test {
 // run_api_fuzzer: the parse error quotes the invalid byte, and serialising
 // the error answer threw (HTTP 500 instead of 400).
 TEST_F(RunApiFuzzRegressionTest, InvalidUtf8InTheBodyIsA400WithValidJson) {
-  HttpResponse response;
+  http::HttpResponse response;
   ASSERT_NO_THROW(response = Post("{\"probes\":[\"disk\"],\"duration\":\"\xff\"}"));
   EXPECT_EQ(response.status, 400);
   const auto answer = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
@@ -62,4 +62,4 @@ TEST_F(RunApiFuzzRegressionTest, InvalidUtf8InTheBodyIsA400WithValidJson) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

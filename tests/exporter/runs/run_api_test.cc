@@ -13,7 +13,7 @@
 #include "hostperf/base/clock.h"
 #include "hostperf/runs/run_manager.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using namespace std::chrono_literals;
@@ -78,9 +78,9 @@ class RunApiTest : public ::testing::Test {
  protected:
   RunApiTest() : manager_({&probe_}, clock_, {}, {}), api_(manager_) {}
 
-  HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
-                    const std::string& token = kToken) {
-    HttpRequest request;
+  http::HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
+                          const std::string& token = kToken) {
+    http::HttpRequest request;
     request.method = method;
     request.path = path;
     request.body = body;
@@ -88,7 +88,7 @@ class RunApiTest : public ::testing::Test {
     return api_.Handle(request);
   }
 
-  std::string Header(const HttpResponse& response, const std::string& name) {
+  std::string Header(const http::HttpResponse& response, const std::string& name) {
     for (const auto& [key, value] : response.headers) {
       if (key == name) return value;
     }
@@ -104,7 +104,7 @@ class RunApiTest : public ::testing::Test {
 TEST_F(RunApiTest, DisabledWithoutATokenSaysHowToEnableIt) {
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
            {"GET", "/api/v1/runs"}, {"POST", "/api/v1/runs"}, {"GET", "/api/v1/runs/r-1"}}) {
-    const HttpResponse response = Call(method, path, R"({"probes":["cpu"]})");
+    const http::HttpResponse response = Call(method, path, R"({"probes":["cpu"]})");
     EXPECT_EQ(response.status, 403);
     EXPECT_THAT(response.body, HasSubstr("api.token_file"));
   }
@@ -113,13 +113,13 @@ TEST_F(RunApiTest, DisabledWithoutATokenSaysHowToEnableIt) {
 TEST_F(RunApiTest, StateChangingRequestsNeedTheBearerToken) {
   api_.SetToken(kToken);
   EXPECT_EQ(Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})", "").status, 401);
-  const HttpResponse wrong = Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})", "s3cret-tokem");
+  const http::HttpResponse wrong = Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})", "s3cret-tokem");
   EXPECT_EQ(wrong.status, 401);
   EXPECT_EQ(Header(wrong, "WWW-Authenticate"), "Bearer realm=\"hostperf\"");
   EXPECT_EQ(Call("DELETE", "/api/v1/runs/r-20260101-000000-1", "", "x").status, 401);
   EXPECT_EQ(Call("POST", "/api/v1/runs/r-20260101-000000-1/cancel", "", "").status, 401);
   // Basic auth may occupy Authorization: X-Hostperf-Token works as well.
-  HttpRequest request;
+  http::HttpRequest request;
   request.method = "POST";
   request.path = "/api/v1/runs";
   request.body = R"({"probes":["cpu"]})";
@@ -130,11 +130,11 @@ TEST_F(RunApiTest, StateChangingRequestsNeedTheBearerToken) {
 
 TEST_F(RunApiTest, BadBodiesAre400WithAReason) {
   api_.SetToken(kToken);
-  const HttpResponse not_json = Call("POST", "/api/v1/runs", "{\"probes\": [");
+  const http::HttpResponse not_json = Call("POST", "/api/v1/runs", "{\"probes\": [");
   EXPECT_EQ(not_json.status, 400);
   EXPECT_THAT(not_json.body, HasSubstr("not valid JSON"));
   EXPECT_EQ(not_json.content_type, "application/json");
-  const HttpResponse unknown = Call("POST", "/api/v1/runs", R"({"probes":["gpu"]})");
+  const http::HttpResponse unknown = Call("POST", "/api/v1/runs", R"({"probes":["gpu"]})");
   EXPECT_EQ(unknown.status, 400);
   EXPECT_THAT(unknown.body, HasSubstr("unknown probe"));
   EXPECT_EQ(Call("POST", "/api/v1/runs", std::string(kMaxRunBodyBytes + 1, ' ')).status, 413);
@@ -142,7 +142,7 @@ TEST_F(RunApiTest, BadBodiesAre400WithAReason) {
 
 TEST_F(RunApiTest, AcceptsAndServesARun) {
   api_.SetToken(kToken);
-  const HttpResponse accepted = Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})");
+  const http::HttpResponse accepted = Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})");
   ASSERT_EQ(accepted.status, 202) << accepted.body;
   const json body = json::parse(accepted.body);
   EXPECT_EQ(body["state"], "queued");
@@ -152,7 +152,7 @@ TEST_F(RunApiTest, AcceptsAndServesARun) {
   json run;
   do {
     EXPECT_EQ(Call("GET", "/api/v1/runs/" + id, "", "").status, 401);  // a record needs the token
-    const HttpResponse got = Call("GET", "/api/v1/runs/" + id);
+    const http::HttpResponse got = Call("GET", "/api/v1/runs/" + id);
     ASSERT_EQ(got.status, 200);
     run = json::parse(got.body);
   } while (run["state"] != "succeeded" && std::chrono::steady_clock::now() < until);
@@ -170,7 +170,7 @@ TEST_F(RunApiTest, UnknownRunsAre404AndWrongMethods405WithAllow) {
   EXPECT_EQ(Call("GET", "/api/v1/runs/../../etc/passwd").status, 404);
   EXPECT_EQ(Call("POST", "/api/v1/runs/r-20990101-000000-1/cancel").status, 404);
   EXPECT_EQ(Call("GET", "/api/v1/runs/r-1/other").status, 404);
-  const HttpResponse put = Call("PUT", "/api/v1/runs");
+  const http::HttpResponse put = Call("PUT", "/api/v1/runs");
   EXPECT_EQ(put.status, 405);
   EXPECT_EQ(Header(put, "Allow"), "GET, HEAD, POST");
   EXPECT_EQ(Header(Call("POST", "/api/v1/runs/r-1"), "Allow"), "GET, HEAD, DELETE");
@@ -178,4 +178,4 @@ TEST_F(RunApiTest, UnknownRunsAre404AndWrongMethods405WithAllow) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

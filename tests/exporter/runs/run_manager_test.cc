@@ -21,13 +21,14 @@
 
 #include "../metrics_test_util.h"
 #include "hostperf/base/clock.h"
+#include "hostperf/base/files.h"
 #include "hostperf/probes/disk/options.h"
 #include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/probes/state_file.h"
 #include "hostperf/runs/full_run.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 namespace {
 
 using namespace std::chrono_literals;
@@ -197,10 +198,7 @@ class RunManagerTest : public ::testing::Test {
     return found;
   }
 
-  static std::string ReadAll(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  }
+  static std::string ReadAll(const std::filesystem::path& path) { return ReadFile(path).value_or(""); }
 
   // Polls until the run reaches `state` (true) or patience runs out.
   static bool WaitForState(const RunManager& manager, const std::string& id, const std::string& state) {
@@ -428,7 +426,7 @@ TEST_F(RunManagerTest, RunsFoundActiveAtStartUpAreMarkedInterrupted) {
   EXPECT_EQ(manager->Recent(10).size(), 2u);  // the malformed record is dropped
   EXPECT_FALSE(manager->Active());
   // Rewritten on disk, so the next start does not log them again.
-  const json stored = json::parse(*probes::ReadWholeFile(history_file()));
+  const json stored = json::parse(*probes::ReadStateFile(history_file()));
   EXPECT_EQ(stored["runs"][0]["state"], "failed");
   EXPECT_THAT(Accepted(*manager, {{"probes", {"cpu"}}}), ::testing::EndsWith("-9"));
   cpu_.Release();
@@ -726,4 +724,4 @@ TEST(ParseProbeOptionsTest, TheRunDurationReachesEachProbeTyped) {
 }
 
 }  // namespace
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -12,7 +12,7 @@
 #include "hostperf/base/http_client.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::cluster {
 
 // The client side of the run API (docs/operator-guide.md, "On-demand full runs"): `hostperf check -h HOST`
 // runs disk, stream and network tests on other hosts through their
@@ -39,4 +39,4 @@ struct RemoteRunOptions {
 probes::ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::string_view probe,
                                  const nlohmann::json& options, const RemoteRunOptions& settings);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::cluster

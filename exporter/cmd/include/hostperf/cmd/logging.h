@@ -4,7 +4,7 @@
 
 #include "hostperf/base/result.h"
 
-namespace hostperf::exporter {
+namespace hostperf::cmd {
 
 enum class LogFormat { kLogfmt, kJson };
 
@@ -14,4 +14,4 @@ Result<LogFormat> ParseLogFormat(std::string_view text);
 // lines. `level` is one of debug, info, warn, error; anything else is an error.
 Result<void> SetUpLogging(std::string_view level, LogFormat format);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::cmd

@@ -12,7 +12,7 @@
 #include "hostperf/probes/host_facts.h"
 #include "hostperf/probes/system_roots.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 // Helpers for Collectables that build their families at scrape time.
 prometheus::MetricFamily GaugeFamily(std::string name, std::string help, double value,
@@ -48,4 +48,4 @@ class HostFactsCollector final : public prometheus::Collectable {
   mutable std::chrono::steady_clock::time_point read_at_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -26,7 +26,7 @@
 #include "hostperf/runs/run_api.h"
 #include "hostperf/runs/run_manager.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 // Talks to the service manager (sd_notify); a no-op outside systemd.
 class ServiceNotifier {
@@ -45,7 +45,7 @@ struct DaemonOptions {
   // --web.enable-lifecycle: POST /-/reload (off: 403, as Prometheus does).
   bool enable_lifecycle = false;
   probes::SystemRoots roots;
-  std::shared_ptr<WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
+  std::shared_ptr<http_security::WebSecurity> web_security;  // --web.config.file; null: plain HTTP, no auth
   // Hashed into the full-run calendar's splay; empty: full_runs.host, else the hostname.
   std::string host_identity;
 };
@@ -91,12 +91,12 @@ class Daemon {
   void StartProbes();                                // every registered probe, with its services
   void StartScheduler();                             // the impact gate and the scheduler
   void StartRuns(std::optional<std::string> token);  // the run manager and the run API
-  std::map<std::string, HttpHandler> Routes();
+  std::map<std::string, http::HttpHandler> Routes();
   Result<void> StartHttp();
   // Records a failed reload (gauge, log, service status); `kept` names what stays.
   Failure ReloadFailed(std::string_view kept, std::string message);
-  HttpResponse HandleLanding(const HttpRequest& request) const;
-  HttpResponse HandleReload(const HttpRequest& request);
+  http::HttpResponse HandleLanding(const http::HttpRequest& request) const;
+  http::HttpResponse HandleReload(const http::HttpRequest& request);
   // api.token_file of `config`: nullopt when unset (API disabled).
   static Result<std::optional<std::string>> LoadApiToken(const config::Config& config);
   void Heartbeat();
@@ -113,10 +113,10 @@ class Daemon {
   std::vector<std::unique_ptr<probes::Probe>> probes_;
   std::unique_ptr<ImpactGate> impact_gate_;  // used by scheduler_: declared before it
   std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<RunManager> run_manager_;    // full runs (run API)
-  std::unique_ptr<FullRunCalendar> calendar_;  // [full_runs]; submits to run_manager_
-  std::unique_ptr<RunApi> run_api_;
-  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<runs::RunManager> run_manager_;    // full runs (run API)
+  std::unique_ptr<runs::FullRunCalendar> calendar_;  // [full_runs]; submits to run_manager_
+  std::unique_ptr<runs::RunApi> run_api_;
+  std::unique_ptr<http::HttpServer> server_;
 
   std::mutex reload_mu_;  // one reload at a time (SIGHUP and HTTP)
   mutable std::mutex config_mu_;
@@ -126,4 +126,4 @@ class Daemon {
   std::chrono::steady_clock::time_point last_watchdog_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

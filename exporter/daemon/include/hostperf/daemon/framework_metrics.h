@@ -12,7 +12,7 @@
 
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 // hostperf_probe_* families (docs/metrics.md, "Framework"). The framework,
 // not the probe, times runs and records success, failures and skips.
@@ -48,4 +48,4 @@ class FrameworkMetrics {
   prometheus::Family<prometheus::Gauge>& suspended_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -16,7 +16,7 @@ class Gauge;
 class Registry;
 }  // namespace prometheus
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 struct ImpactGateOptions {
   // Where pressure/cpu and pressure/io (Linux PSI) are read.
@@ -75,4 +75,4 @@ class ImpactGate {
 // Parses the "some avg10=" figure of a /proc/pressure file's content.
 std::optional<double> ParsePressureSomeAvg10(const std::string& content);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -9,7 +9,7 @@
 #include "hostperf/daemon/scheduler.h"
 #include "hostperf/http/html.h"  // HtmlEscape
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 // Plain HTML, no external assets: every probe with its schedule, last run and
 // last result against the documented thresholds (pass, warn, fail with the
@@ -32,4 +32,4 @@ std::string HumaniseRelative(double then_unix_seconds, double now_unix_seconds);
 // The verdict cells' HTML for a probe result: one line per headline figure.
 std::string RenderFigures(std::string_view probe, const nlohmann::json& result);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

@@ -18,7 +18,7 @@
 #include "hostperf/daemon/impact_gate.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::daemon {
 
 // What the landing page and the run manager see of a probe.
 struct ProbeStatus {
@@ -120,4 +120,4 @@ class Scheduler {
   std::chrono::nanoseconds hang_grace_{std::chrono::seconds(30)};
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::daemon

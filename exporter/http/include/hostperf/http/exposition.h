@@ -10,7 +10,7 @@
 #include "hostperf/base/result.h"
 #include "hostperf/http/http_server.h"
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 
 inline constexpr std::string_view kTextFormatContentType = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -33,4 +33,4 @@ bool AcceptsGzip(std::string_view accept_encoding);
 // The /metrics handler: GET and HEAD, gzip when the client asks.
 HttpHandler MetricsHandler(std::vector<std::shared_ptr<prometheus::Collectable>> collectables);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

@@ -17,7 +17,7 @@ struct mg_context;
 struct mg_request_info;
 struct mg_connection;
 
-namespace hostperf::exporter {
+namespace hostperf::http {
 
 struct HttpRequest {
   std::string method;
@@ -168,4 +168,4 @@ int MaxHeldConnections(int worker_threads);
 // Translates Prometheus' listen-address syntax to CivetWeb's listening_ports.
 Result<std::string> ToCivetwebPorts(const std::string& listen_address);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http

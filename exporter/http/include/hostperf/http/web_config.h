@@ -30,7 +30,7 @@
 
 struct ssl_ctx_st;
 
-namespace hostperf::exporter {
+namespace hostperf::http_security {
 
 // Go's crypto/tls names, as exporter-toolkit spells them.
 enum class ClientAuthType {
@@ -93,4 +93,4 @@ bool IsBcryptHash(std::string_view hash);
 // libcrypt's bcrypt; compares in constant time.
 bool VerifyBcrypt(const std::string& password, const std::string& hash);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http_security

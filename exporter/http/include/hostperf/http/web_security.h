@@ -25,7 +25,7 @@
 
 struct ssl_st;
 
-namespace hostperf::exporter {
+namespace hostperf::http_security {
 
 // Makes Debian's CivetWeb able to start TLS (see tls_shim/openssl_shim.cc):
 // loads the shims from <executable dir>/HOSTPERF_TLS_SHIM_RELDIR once. Call
@@ -97,7 +97,7 @@ class BcryptLimiter {
 // Exports hostperf_http_auth_failures_total and
 // hostperf_web_config_last_reload_successful. The HttpServer sees it as its
 // RequestGuard.
-class WebSecurity final : public prometheus::Collectable, public RequestGuard {
+class WebSecurity final : public prometheus::Collectable, public http::RequestGuard {
  public:
   // Reads and checks the file, TLS files included.
   static Result<std::unique_ptr<WebSecurity>> Load(const std::filesystem::path& file);
@@ -112,7 +112,7 @@ class WebSecurity final : public prometheus::Collectable, public RequestGuard {
   Result<void> PrepareTls() override;
 
   // nullopt: the request may go on; else the 401 to send.
-  std::optional<HttpResponse> Authorize(const HttpRequest& request) override;
+  std::optional<http::HttpResponse> Authorize(const http::HttpRequest& request) override;
   std::vector<std::pair<std::string, std::string>> ResponseHeaders() const override;
 
   // Re-reads the file (and the TLS files it names) and swaps the config.
@@ -163,4 +163,4 @@ class WebSecurity final : public prometheus::Collectable, public RequestGuard {
   std::thread watcher_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::http_security

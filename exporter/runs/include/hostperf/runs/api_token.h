@@ -6,7 +6,7 @@
 
 #include "hostperf/base/result.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 
 // Reads api.token_file: the bearer token is the file's content without
 // surrounding whitespace. Unreadable, empty or containing whitespace or
@@ -21,4 +21,4 @@ bool TokensEqual(std::string_view given, std::string_view expected);
 // request header.
 std::string_view TrimToken(std::string_view text);
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -21,7 +21,7 @@ namespace prometheus {
 class Collectable;
 }
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 
 // Full runs on a calendar ([full_runs]): maintenance windows start at
 // window_anchor + k * every (UTC, no daylight saving), and each host starts its
@@ -102,4 +102,4 @@ class FullRunCalendar {
   std::map<std::string, double> skipped_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -15,7 +15,7 @@
 #include "hostperf/config/config.h"
 #include "hostperf/probes/probe.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 
 // The one full-run code path shared by the CLI (`hostperf cpu|io|memory|net`)
 // and the run API: options parsed once by the probe's module, the
@@ -55,4 +55,4 @@ probes::ProbeOutcome RunFullProbe(probes::Probe& probe, const config::Config& co
                                   std::shared_ptr<const probes::ProbeOptions> options, const std::atomic<bool>* cancel,
                                   FullRunCallbacks callbacks = {});
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

@@ -10,7 +10,7 @@
 #include "hostperf/runs/api_token.h"  // the token RunApi checks: ReadApiToken, TokensEqual
 #include "hostperf/runs/run_manager.h"
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 
 inline constexpr std::string_view kRunsPath = "/api/v1/runs";
 inline constexpr std::size_t kMaxRunBodyBytes = 16 * 1024;
@@ -33,16 +33,16 @@ class RunApi {
   bool enabled() const;
 
   // Handles kRunsPath and everything under it.
-  HttpResponse Handle(const HttpRequest& request);
+  http::HttpResponse Handle(const http::HttpRequest& request);
 
  private:
-  bool Authorized(const HttpRequest& request) const;
-  HttpResponse Submit(const HttpRequest& request);
-  HttpResponse Cancel(std::string_view id);
+  bool Authorized(const http::HttpRequest& request) const;
+  http::HttpResponse Submit(const http::HttpRequest& request);
+  http::HttpResponse Cancel(std::string_view id);
 
   RunManager& manager_;
   mutable std::mutex mu_;
   std::optional<std::string> token_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

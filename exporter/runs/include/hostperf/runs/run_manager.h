@@ -24,7 +24,7 @@ namespace prometheus {
 class Collectable;
 }
 
-namespace hostperf::exporter {
+namespace hostperf::runs {
 
 // What the daemon lends the run manager.
 struct RunManagerHooks {
@@ -169,4 +169,4 @@ class RunManager {
   std::thread worker_;
 };
 
-}  // namespace hostperf::exporter
+}  // namespace hostperf::runs

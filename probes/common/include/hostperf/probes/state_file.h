@@ -13,7 +13,7 @@ namespace hostperf::probes {
 
 // The whole file, or nullopt when it cannot be read, is not a regular file
 // or is larger than kMaxStateFileBytes.
-std::optional<std::string> ReadWholeFile(const std::filesystem::path& path);
+std::optional<std::string> ReadStateFile(const std::filesystem::path& path);
 
 // Writes `text` to `path` atomically: a reader sees the old or the new file,
 // never a torn one, even across a crash (tmp + fsync + rename + dir fsync).
