@@ -383,11 +383,12 @@ TEST(HdfsRunApi, FullRunReadsAnHdfsDirectory) {
   TempDir dir;
   WebHdfsSim sim(dir, Cluster());
   const std::string token = dir.Write("token", "hdfs-integration-token-0123456789");
-  const std::string config =
-      dir.Write("c.toml", "state_directory = \"" + dir.path() + "/state\"\n[api]\ntoken_file = \"" + token +
-                              "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
-                              "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\nports = [" +
-                              std::to_string(FreeLoopbackPort()) + "]\n");
+  const std::string config = dir.Write(
+      "c.toml",
+      "state_directory = \"" + dir.path() + "/state\"\n[api]\ntoken_file = \"" + token +
+          "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
+          "[probes.disk]\nenabled = false\nhdfs_clusters = [\"127.0.0.1\"]\n[probes.net]\nenabled = false\nports = [" +
+          std::to_string(FreeLoopbackPort()) + "]\n");
   ChildProcess daemon(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"},
                       {{"HADOOP_USER_NAME", "alice"}});
   const int port = daemon.ListeningPort();
