@@ -157,7 +157,9 @@ TEST_F(RunApiTest, AcceptsAndServesARun) {
     run = json::parse(got.body);
   } while (run["state"] != "succeeded" && std::chrono::steady_clock::now() < until);
   EXPECT_EQ(run["results"]["cpu"]["ok"], 1);
-  const json list = json::parse(Call("GET", "/api/v1/runs", "", "").body);  // the list needs none
+  EXPECT_EQ(Call("GET", "/api/v1/runs", "", "").status, 401);  // the list needs the token too
+  EXPECT_EQ(Call("HEAD", "/api/v1/runs", "", "wrong").status, 401);
+  const json list = json::parse(Call("GET", "/api/v1/runs").body);
   ASSERT_EQ(list["runs"].size(), 1u);
   EXPECT_EQ(list["runs"][0]["id"], id);
   EXPECT_EQ(list["runs"][0]["href"], "/api/v1/runs/" + id);
