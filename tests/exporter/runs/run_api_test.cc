@@ -140,6 +140,16 @@ TEST_F(RunApiTest, BadBodiesAre400WithAReason) {
   EXPECT_EQ(Call("POST", "/api/v1/runs", std::string(kMaxRunBodyBytes + 1, ' ')).status, 413);
 }
 
+// A full run longer than api.max_run_duration (4h by default) would hold
+// the scheduled probes and calendar slots back for as long: 400, naming the key.
+TEST_F(RunApiTest, RunsLongerThanTheConfiguredCapAre400) {
+  api_.SetToken(kToken);
+  const http::HttpResponse refused = Call("POST", "/api/v1/runs", R"({"probes":["cpu"],"duration":"100000h"})");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("api.max_run_duration (4h)"));
+  EXPECT_EQ(Call("POST", "/api/v1/runs", R"({"probes":["cpu"],"duration":"4h"})").status, 202);
+}
+
 TEST_F(RunApiTest, AcceptsAndServesARun) {
   api_.SetToken(kToken);
   const http::HttpResponse accepted = Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})");
