@@ -351,6 +351,12 @@ Result<HdfsTarget> ResolveHdfsUrl(std::string_view url, const HadoopConf& conf) 
   return target;
 }
 
+std::string ClusterEntryError(const std::string& entry) {
+  if (entry.find_first_of("/@ ") != std::string::npos) return "expected a NameNode \"host\" or \"host:port\"";
+  auto parsed = ParseAuthority(entry, entry);
+  return parsed ? "" : parsed.error() + " (expected a NameNode \"host\" or \"host:port\")";
+}
+
 Result<void> CheckConfiguredCluster(const HdfsTarget& target, const HadoopConf& conf,
                                     const std::vector<std::string>& clusters) {
   // A name service resolves from the Hadoop configuration alone.

@@ -14,6 +14,7 @@
 
 #include "hostperf/probes/disk/hdfs.h"
 #include "hostperf/probes/disk/options.h"
+#include "hostperf/probes/probe.h"
 
 namespace hostperf::probes::disk::hdfs {
 namespace {
@@ -179,6 +180,19 @@ TEST(WebHdfsConfineTest, ErrorBodyIsStoredBoundedAndClean) {
       EXPECT_TRUE(byte >= 0x20 && byte < 0x7f) << "byte " << static_cast<int>(byte) << " in " << failed.error();
     }
     EXPECT_NE(failed.error().find("AAAA"), std::string::npos) << failed.error();
+  }
+}
+
+TEST(WebHdfsConfineTest, BadClusterAndDataNodeEntriesAreConfigErrors) {
+  EXPECT_TRUE(LoadConfigString("[probes.disk]\nhdfs_clusters = [\"nn1.example:9870\", \"nn2\", \"[::1]:9870\"]\n"
+                               "hdfs_datanodes = [\".dn.example\", \"10.0.0.7\"]\n",
+                               "test.toml")
+                  .ok());
+  for (const char* bad :
+       {"hdfs_clusters = [\"nn:99999\"]", "hdfs_clusters = [\"http://nn:9870\"]", "hdfs_clusters = [\"user@nn\"]",
+        "hdfs_datanodes = [\"dn:9864\"]", "hdfs_datanodes = [\".\"]"}) {
+    const auto loaded = LoadConfigString(std::string("[probes.disk]\n") + bad + "\n", "test.toml");
+    EXPECT_FALSE(loaded.ok()) << bad;
   }
 }
 

@@ -81,6 +81,8 @@ Result<HdfsTarget> ResolveHdfsUrl(std::string_view url, const HadoopConf& conf);
 // entry of `clusters` ([probes.disk] hdfs_clusters: "host" or "host:port",
 // the port then matching the NameNode's web port). Else an error naming the
 // host and the key to set.
+// Why an hdfs_clusters entry is not "host", "host:port" or "[v6]:port" ("" if it is).
+std::string ClusterEntryError(const std::string& entry);
 Result<void> CheckConfiguredCluster(const HdfsTarget& target, const HadoopConf& conf,
                                     const std::vector<std::string>& clusters);
 
