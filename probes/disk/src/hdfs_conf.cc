@@ -382,7 +382,7 @@ Result<void> CheckConfiguredCluster(const HdfsTarget& target, const HadoopConf& 
 }
 
 Result<void> CheckDataNodeLocation(const HdfsTarget& target, std::string_view location) {
-  const std::string shown(location.substr(0, 200));
+  const std::string shown = CleanRemoteText(location);
   const auto refuse = [&](const std::string& why) {
     return Result<void>::Error("hdfs_error", fmt::format("DataNode location \"{}\" refused: {}", shown, why));
   };
@@ -396,7 +396,7 @@ Result<void> CheckDataNodeLocation(const HdfsTarget& target, std::string_view lo
     return refuse("not a /webhdfs/v1/ path");
   }
   auto authority = ParseAuthority(rest.substr(0, slash), shown);
-  if (!authority) return refuse(authority.error());
+  if (!authority) return refuse(CleanRemoteText(authority.error()));
   const std::string host = Lower(authority->host);
   for (const NameNode& nn : target.namenodes) {
     const std::string nn_host = Lower(nn.host);
@@ -418,7 +418,7 @@ Result<void> CheckDataNodeLocation(const HdfsTarget& target, std::string_view lo
       return {};
     }
   }
-  return refuse("host " + host.substr(0, 100) +
+  return refuse("host " + CleanRemoteText(host) +
                 " is not a NameNode's host or in its domain, nor in [probes.disk] hdfs_datanodes");
 }
 

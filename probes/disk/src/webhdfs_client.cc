@@ -53,8 +53,6 @@ Result<FileStatus> StatusFromJson(const json& entry, const std::string& parent) 
 
 }  // namespace
 
-// At most kMaxRemoteText bytes of remote text, each byte outside printable
-// ASCII (controls, escapes, UTF-8 that a cut could split) as '?'.
 std::string CleanRemoteText(std::string_view text) {
   std::string out(text.substr(0, kMaxRemoteText));
   for (char& c : out) {
@@ -175,7 +173,7 @@ Result<HttpReply> WebHdfsClient::NameNodeRequest(const std::string& path, const 
             "hdfs_auth",
             fmt::format("NameNode {} refused the request (HTTP 401{}): {}", name, negotiate ? ", SPNEGO" : "",
                         negotiate ? "no Kerberos ticket it accepts; kinit as " + user_ + " first"
-                                  : "it asks for " + reply->Header("www-authenticate"))};
+                                  : "it asks for " + CleanRemoteText(reply->Header("www-authenticate")))};
       }
       if (reply->status == 403 && reply->body.find("StandbyException") != std::string::npos) {
         passed_over.push_back(name + " is standby");

@@ -125,6 +125,11 @@ TEST(WebHdfsConfineTest, DataNodesInTheNameNodesDomainAreFollowed) {
   EXPECT_FALSE(CheckDataNodeLocation(target, "http://evilhadoop.example.com/webhdfs/v1/f").ok());
   EXPECT_FALSE(CheckDataNodeLocation(target, "https://dn7.hadoop.example.com/webhdfs/v1/f").ok());
   EXPECT_FALSE(CheckDataNodeLocation(target, "file:///etc/passwd").ok());
+  // The refusal quotes the location bounded and printable.
+  const auto hostile = CheckDataNodeLocation(target, "http://\x1b]0;x\x07evil/webhdfs/v1/" + std::string(4096, 'p'));
+  ASSERT_FALSE(hostile.ok());
+  EXPECT_LT(hostile.error().size(), 3 * kMaxRemoteText);
+  EXPECT_EQ(hostile.error().find('\x1b'), std::string::npos) << hostile.error();
   // A two-label NameNode name has no domain to share.
   target.namenodes = {{"", "nn.example", 9870}};
   EXPECT_FALSE(CheckDataNodeLocation(target, "http://other.example/webhdfs/v1/f").ok());
