@@ -383,11 +383,12 @@ TEST(HdfsRunApi, FullRunReadsAnHdfsDirectory) {
   TempDir dir;
   WebHdfsSim sim(dir, Cluster());
   const std::string token = dir.Write("token", "hdfs-integration-token-0123456789");
-  const std::string config =
-      dir.Write("c.toml", "state_directory = \"" + dir.path() + "/state\"\n[api]\ntoken_file = \"" + token +
-                              "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
-                              "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\nports = [" +
-                              std::to_string(FreeLoopbackPort()) + "]\n");
+  const std::string config = dir.Write(
+      "c.toml",
+      "state_directory = \"" + dir.path() + "/state\"\n[api]\ntoken_file = \"" + token +
+          "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
+          "[probes.disk]\nenabled = false\nhdfs_clusters = [\"127.0.0.1\"]\n[probes.net]\nenabled = false\nports = [" +
+          std::to_string(FreeLoopbackPort()) + "]\n");
   ChildProcess daemon(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"},
                       {{"HADOOP_USER_NAME", "alice"}});
   const int port = daemon.ListeningPort();
@@ -417,6 +418,46 @@ TEST(HdfsRunApi, FullRunReadsAnHdfsDirectory) {
   EXPECT_THAT(text, HasSubstr("\"test\":\"Read\""));
   EXPECT_THAT(text, HasSubstr("\"test\":\"SkipRead\""));
   EXPECT_THAT(text, Not(HasSubstr("\"test\":\"Write\"")));
+}
+
+// A run-API request cannot introduce a cluster: a NameNode that neither
+// HADOOP_CONF_DIR nor probes.disk.hdfs_clusters names is refused before any
+// connection (the simulator sees no request).
+TEST(HdfsRunApi, UnconfiguredClusterIsRefusedBeforeAnyConnection) {
+  TempDir dir;
+  WebHdfsSim sim(dir, Cluster());
+  const std::string token = dir.Write("token", "hdfs-integration-token-0123456789");
+  const std::string config = dir.Write(
+      "c.toml", "state_directory = \"" + dir.path() + "/state\"\n[api]\ntoken_file = \"" + token +
+                    "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
+                    "[probes.disk]\nenabled = false\nhdfs_clusters = [\"10.255.255.1\"]\n[probes.net]\nenabled = "
+                    "false\nports = [" +
+                    std::to_string(FreeLoopbackPort()) + "]\n");
+  ChildProcess daemon(HOSTPERF_EXPORTER_BIN, {"--config.file=" + config, "--web.listen-address=127.0.0.1:0"},
+                      {{"HADOOP_USER_NAME", "alice"}});
+  const int port = daemon.ListeningPort();
+  ASSERT_GT(port, 0) << daemon.Stderr();
+  const std::map<std::string, std::string> headers = {{"Authorization", "Bearer hdfs-integration-token-0123456789"},
+                                                      {"Content-Type", "application/json"}};
+  const json body = {{"probes", {"disk"}},
+                     {"duration", "2s"},
+                     {"options", {{"disk", {{"directories", {sim.WebHdfsUrl("/user/data")}}, {"thread_count", 1}}}}}};
+  const auto accepted = HttpRequest(port, "POST", "/api/v1/runs", headers, body.dump());
+  ASSERT_TRUE(accepted.has_value());
+  ASSERT_EQ(accepted->status, 202) << accepted->body;
+  const std::string id = json::parse(accepted->body)["id"];
+  json run;
+  const auto until = std::chrono::steady_clock::now() + seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    const auto reply = HttpRequest(port, "GET", "/api/v1/runs/" + id, headers);
+    run = reply ? json::parse(reply->body, nullptr, false) : json();
+    const std::string state = run.is_object() ? run.value("state", "") : "";
+    if (state != "queued" && state != "running" && !state.empty()) break;
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  EXPECT_EQ(run.value("state", ""), "failed") << run.dump(2);
+  EXPECT_THAT(run.dump(), HasSubstr("is not a cluster of this host's configuration"));
+  EXPECT_THAT(sim.Requests(), ::testing::IsEmpty());
 }
 
 }  // namespace

@@ -204,7 +204,8 @@ TEST(RunApi, AuthValidationOneAtATimeCancelAndPromptScrapes) {
     std::this_thread::sleep_for(milliseconds(150));
   }
   EXPECT_TRUE(saw_progress) << daemon.Run(id).dump();
-  const HttpReply list = daemon.Call("GET", "/api/v1/runs", "", "");
+  EXPECT_EQ(daemon.Call("GET", "/api/v1/runs", "", "").status, 401);
+  const HttpReply list = daemon.Call("GET", "/api/v1/runs");
   EXPECT_EQ(list.status, 200);
   EXPECT_THAT(list.body, HasSubstr(id));
 
@@ -342,7 +343,7 @@ TEST(RunApi, SmallFullRunOfEveryProbeAndHistoryAcrossARestart) {
   const json again = restarted.Run(id);
   EXPECT_EQ(again.value("state", ""), "succeeded") << again.dump();
   EXPECT_EQ(again["results"], results);
-  const HttpReply list = restarted.Call("GET", "/api/v1/runs", "", "");
+  const HttpReply list = restarted.Call("GET", "/api/v1/runs");
   EXPECT_THAT(list.body, HasSubstr(id));
   const auto metrics = HttpRequest(restarted.Port(), "GET", "/metrics");
   ASSERT_TRUE(metrics);

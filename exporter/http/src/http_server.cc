@@ -200,6 +200,20 @@ int LocalPort(const sockaddr_storage& address) {
   return -1;
 }
 
+// What a connection shed for load is told: come back in a second.
+constexpr std::string_view kOverloadedResponse =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 58\r\n"
+    "Cache-Control: no-store\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    "server busy: too many connections held open; retry in 1 s\n";
+
+// Whether a whole request head waits unread on a plaintext socket (peeked,
+// not consumed).
+bool HeadPending(int fd) {
+  char buffer[8192];
+  const ssize_t n = ::recv(fd, buffer, sizeof(buffer), MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 && std::string_view(buffer, static_cast<std::size_t>(n)).find("\r\n\r\n") != std::string_view::npos;
+}
+
 // Set when CivetWeb itself answered the connection's request with an error
 // (its http_error callback), so that the connection_close callback does not
 // answer it a second time. CivetWeb serves a connection on one worker thread
@@ -241,8 +255,10 @@ class HttpServer::ConnectionTable {
  public:
   // `max_total`: connections held across all sources before the oldest idle
   // ones go (0: no such bound).
-  ConnectionTable(int per_source, int max_total, std::function<void()> on_evicted)
-      : per_source_(per_source), max_total_(max_total), on_evicted_(std::move(on_evicted)) {}
+  // `tls`: the sockets carry TLS records, so nothing is written to or
+  // peeked from them here.
+  ConnectionTable(int per_source, int max_total, std::function<void()> on_evicted, bool tls)
+      : per_source_(per_source), max_total_(max_total), on_evicted_(std::move(on_evicted)), tls_(tls) {}
 
   // The ports bound (known once the server listens); no walk before.
   void SetPorts(std::vector<int> ports) {
@@ -326,6 +342,19 @@ class HttpServer::ConnectionTable {
     if (const auto entry = live_.find(it->second); entry != live_.end()) entry->second.busy = busy;
   }
 
+  // Evicted for load: a request on it is not served. `answer_503`: the
+  // worker is to answer it 503 (the whole head was waiting when it was
+  // shed); otherwise the scan answered (or, under TLS, closed) it already.
+  bool Shed(const std::string& peer, bool* answer_503) {
+    std::lock_guard lock(mu_);
+    const auto it = by_peer_.find(peer);
+    if (it == by_peer_.end()) return false;
+    const auto entry = live_.find(it->second);
+    if (entry == live_.end() || !entry->second.evicted) return false;
+    *answer_503 = entry->second.answer_503;
+    return true;
+  }
+
  private:
   struct Entry {
     int fd;
@@ -335,6 +364,7 @@ class HttpServer::ConnectionTable {
     std::uint64_t seen;   // the last walk that found it
     bool busy;
     bool evicted;
+    bool answer_503 = false;
   };
 
   // One source beyond per_source_: its oldest connections not inside a
@@ -365,10 +395,22 @@ class HttpServer::ConnectionTable {
       Entry& entry = live_.at(idle[i].second);
       // The descriptor must still be that socket: another thread may close
       // the number and reuse it at any time, so check and shut down a
-      // duplicate, which keeps naming what it was made from.
+      // duplicate, which keeps naming what it was made from. Nobody is left
+      // without an answer: a whole request waiting unread is answered 503 by
+      // the worker that picks it up (quickly: nothing more to read); any
+      // other plaintext connection is told 503 before it is shut down.
       if (const int copy = ::fcntl(entry.fd, F_DUPFD_CLOEXEC, 0); copy >= 0) {
         struct stat st {};
-        if (fstat(copy, &st) == 0 && st.st_ino == idle[i].second) ::shutdown(copy, SHUT_RDWR);
+        if (fstat(copy, &st) == 0 && st.st_ino == idle[i].second) {
+          if (!tls_ && HeadPending(copy)) {
+            entry.answer_503 = true;
+          } else {
+            if (!tls_) {
+              (void)::send(copy, kOverloadedResponse.data(), kOverloadedResponse.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            }
+            ::shutdown(copy, SHUT_RDWR);
+          }
+        }
         ::close(copy);
       }
       entry.evicted = true;
@@ -380,6 +422,7 @@ class HttpServer::ConnectionTable {
   const int per_source_;
   const int max_total_;
   const std::function<void()> on_evicted_;
+  const bool tls_;
   std::mutex mu_;
   std::uint64_t generation_ = 0;
   std::uint64_t order_ = 0;
@@ -464,8 +507,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   }
   InitLibraryOnce();
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(routes)));
-  server->connections_ = std::make_unique<ConnectionTable>(
-      options.max_connections_per_source, MaxHeldConnections(options.worker_threads), options.on_connection_evicted);
+  server->connections_ =
+      std::make_unique<ConnectionTable>(options.max_connections_per_source, MaxHeldConnections(options.worker_threads),
+                                        options.on_connection_evicted, tls);
   const std::string threads = std::to_string(options.worker_threads);
   const std::string timeout = std::to_string(options.request_timeout.count());
   const bool keep_alive = options.keep_alive_timeout.count() > 0;
@@ -640,6 +684,16 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request, bool unrou
     SendResponse(connection, response, head_only);
     return response.status;
   };
+  // Shed for load: no handler runs; 503 with Retry-After if nobody has
+  // answered it yet.
+  if (bool answer_503 = false; connections_->Shed(peer, &answer_503)) {
+    ForceClose(connection);
+    if (!answer_503) return 503;
+    HttpResponse busy = HttpResponse::Text(503, "server busy: too many connections held open; retry in 1 s");
+    busy.headers.emplace_back("Retry-After", "1");
+    SendResponse(connection, busy, head_only);
+    return busy.status;
+  }
   if (content_lengths > 1 || (content_lengths == 1 && (!AllDigits(request.Header("content-length")) ||
                                                        !request.Header("transfer-encoding").empty()))) {
     return refuse(HttpResponse::Text(400, "ambiguous message length: Content-Length"));

@@ -86,6 +86,9 @@ http::HttpResponse RunApi::Handle(const http::HttpRequest& request) {
   rest.remove_prefix(kRunsPath.size());
   if (rest.empty() || rest == "/") {
     if (request.method == "GET" || request.method == "HEAD") {
+      // The list names the runs, their states and failure reasons: read
+      // with the same token as the records.
+      if (!Authorized(request)) return unauthorized();
       json runs = json::array();
       for (const json& run : manager_.Recent(kRecentRuns)) runs.push_back(Summary(run));
       return Json(200, {{"runs", runs}, {"active", manager_.Active()}});
@@ -108,7 +111,7 @@ http::HttpResponse RunApi::Handle(const http::HttpRequest& request) {
   if (request.method == "GET" || request.method == "HEAD") {
     // A run record holds its results and the probes' messages, which may
     // quote a remote server (a WebHDFS error body): the token that can create
-    // runs reads them. The list above (ids, states, times) stays public.
+    // runs reads them, as it reads the list above.
     if (!Authorized(request)) return unauthorized();
     auto run = manager_.Get(id);
     if (!run) return Error(404, "no run " + std::string(id) + " (kept: the last runs only)");

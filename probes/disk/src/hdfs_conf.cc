@@ -1,3 +1,4 @@
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -15,6 +16,9 @@
 // of an HDFS directory URL to the NameNodes that serve it.
 namespace hostperf::probes::disk::hdfs {
 namespace {
+
+template <typename T>
+using R = Result<T>;
 
 // Hadoop 3's NameNode web ports (dfs.namenode.http-address, https-address)
 // and its RPC port (fs.defaultFS without a port).
@@ -112,6 +116,40 @@ std::optional<NameNode> AddressOf(const std::string& value, const std::string& f
   nn.host = parsed->host == "0.0.0.0" ? fallback_host : parsed->host;
   nn.port = *parsed->port;
   return nn;
+}
+
+bool IsAddressLiteral(const std::string& host) {
+  unsigned char buffer[16];
+  return ::inet_pton(AF_INET, host.c_str(), buffer) == 1 || ::inet_pton(AF_INET6, host.c_str(), buffer) == 1;
+}
+
+bool IsLoopback(const std::string& host) {
+  const std::string lower = Lower(host);
+  return lower == "localhost" || lower == "::1" || (lower.rfind("127.", 0) == 0 && IsAddressLiteral(lower));
+}
+
+// The hosts the Hadoop configuration names as NameNodes or name services.
+std::vector<std::string> ConfiguredNameNodeHosts(const HadoopConf& conf) {
+  std::vector<std::string> out;
+  for (const char* key : {"fs.defaultFS", "fs.default.name"}) {
+    const auto value = conf.Get(key);
+    if (!value) continue;
+    const auto split = SplitUrl(*value);
+    if (!split) continue;
+    if (auto parsed = ParseAuthority(split->authority, *value)) out.push_back(Lower(parsed->host));
+  }
+  for (const auto& name : SplitList(conf.Get("dfs.nameservices").value_or(""))) out.push_back(Lower(name));
+  for (const auto& [key, raw] : conf.properties) {
+    const bool address = key.rfind("dfs.namenode.rpc-address", 0) == 0 ||
+                         key.rfind("dfs.namenode.http-address", 0) == 0 ||
+                         key.rfind("dfs.namenode.https-address", 0) == 0;
+    if (!address) continue;
+    const auto value = conf.Get(key);
+    if (auto parsed = value ? ParseAuthority(*value, *value) : R<Authority>::Error("")) {
+      if (parsed->host != "0.0.0.0") out.push_back(Lower(parsed->host));
+    }
+  }
+  return out;
 }
 
 std::string LoginName() {
@@ -311,6 +349,77 @@ Result<HdfsTarget> ResolveHdfsUrl(std::string_view url, const HadoopConf& conf) 
   }
   target.namenodes.push_back(RpcNameNode(*parsed, address_key, default_web_port, conf));
   return target;
+}
+
+std::string ClusterEntryError(const std::string& entry) {
+  if (entry.find_first_of("/@ ") != std::string::npos) return "expected a NameNode \"host\" or \"host:port\"";
+  auto parsed = ParseAuthority(entry, entry);
+  return parsed ? "" : parsed.error() + " (expected a NameNode \"host\" or \"host:port\")";
+}
+
+Result<void> CheckConfiguredCluster(const HdfsTarget& target, const HadoopConf& conf,
+                                    const std::vector<std::string>& clusters) {
+  // A name service resolves from the Hadoop configuration alone.
+  if (!target.nameservice.empty()) return {};
+  const auto configured = ConfiguredNameNodeHosts(conf);
+  for (const NameNode& nn : target.namenodes) {
+    const std::string host = Lower(nn.host);
+    bool allowed = std::find(configured.begin(), configured.end(), host) != configured.end();
+    for (const auto& entry : clusters) {
+      if (allowed) break;
+      auto parsed = ParseAuthority(entry, entry);
+      allowed = parsed && Lower(parsed->host) == host && (!parsed->port || *parsed->port == nn.port);
+    }
+    if (!allowed) {
+      return Result<void>::Error(
+          "bad_options",
+          fmt::format("\"{}\": NameNode {} is not a cluster of this host's configuration (HADOOP_CONF_DIR's "
+                      "NameNode addresses, or [probes.disk] hdfs_clusters)",
+                      target.url.substr(0, 200), nn.Address()));
+    }
+  }
+  return {};
+}
+
+Result<void> CheckDataNodeLocation(const HdfsTarget& target, std::string_view location) {
+  const std::string shown = CleanRemoteText(location);
+  const auto refuse = [&](const std::string& why) {
+    return Result<void>::Error("hdfs_error", fmt::format("DataNode location \"{}\" refused: {}", shown, why));
+  };
+  const auto sep = location.find("://");
+  if (sep == std::string_view::npos) return refuse("not a URL");
+  const std::string scheme = Lower(location.substr(0, sep));
+  if (scheme != (target.tls ? "https" : "http")) return refuse("not " + std::string(target.tls ? "https" : "http"));
+  const std::string_view rest = location.substr(sep + 3);
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos || rest.substr(slash).rfind("/webhdfs/v1/", 0) != 0) {
+    return refuse("not a /webhdfs/v1/ path");
+  }
+  auto authority = ParseAuthority(rest.substr(0, slash), shown);
+  if (!authority) return refuse(CleanRemoteText(authority.error()));
+  const std::string host = Lower(authority->host);
+  for (const NameNode& nn : target.namenodes) {
+    const std::string nn_host = Lower(nn.host);
+    if (host == nn_host) return {};
+    if (IsLoopback(host) && IsLoopback(nn_host)) return {};
+    const auto dot = nn_host.find('.');
+    if (IsAddressLiteral(nn_host) || dot == std::string::npos) continue;
+    const std::string domain = nn_host.substr(dot);  // ".hadoop.example.com"
+    if (domain.find('.', 1) == std::string::npos) continue;
+    if (host.size() > domain.size() && host.compare(host.size() - domain.size(), domain.size(), domain) == 0) {
+      return {};
+    }
+  }
+  for (const auto& entry : target.datanode_hosts) {
+    const std::string allowed = Lower(entry);
+    if (host == allowed) return {};
+    if (allowed.size() > 1 && allowed.front() == '.' && host.size() > allowed.size() &&
+        host.compare(host.size() - allowed.size(), allowed.size(), allowed) == 0) {
+      return {};
+    }
+  }
+  return refuse("host " + CleanRemoteText(host) +
+                " is not a NameNode's host or in its domain, nor in [probes.disk] hdfs_datanodes");
 }
 
 }  // namespace hostperf::probes::disk::hdfs

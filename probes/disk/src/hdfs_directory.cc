@@ -67,6 +67,12 @@ DirectoryOutcome RunHdfsDirectory(RunScope& run, const Feedback& feedback, const
   if (!conf) return DirectoryOutcome::Failed({"bad_options", conf.error()});
   auto target = hdfs::ResolveHdfsUrl(url, *conf);
   if (!target) return DirectoryOutcome::Failed({"bad_options", target.error()});
+  if (plan.hdfs_confined) {
+    if (auto confined = hdfs::CheckConfiguredCluster(*target, *conf, plan.hdfs_clusters); !confined) {
+      return DirectoryOutcome::Failed(confined.failure());
+    }
+  }
+  target->datanode_hosts = plan.hdfs_datanodes;
   auto created = hdfs::WebHdfsClient::Create(*target, env);
   if (!created) return DirectoryOutcome::Failed({"bad_options", created.error()});
   const hdfs::WebHdfsClient& client = **created;

@@ -14,4 +14,9 @@ inline std::string Lower(std::string_view text) {
   return out;
 }
 
+// Text from a remote server (error bodies, headers, redirect targets) as it
+// may be stored and shown: at most kMaxRemoteText bytes, every byte outside
+// printable ASCII (controls, escapes, UTF-8 that a cut could split) as '?'.
+std::string CleanRemoteText(std::string_view text);
+
 }  // namespace hostperf::probes::disk::hdfs

@@ -47,6 +47,13 @@ void DeclareKeys(config::Schema& schema, DiskProbeConfig& disk) {
   schema.Size("reserve", &disk.reserve);
   schema.Number("member_slow_ratio", &disk.member_slow_ratio, {1.1, 100, true, "[1.1, 100]"});
   schema.Bool("attribute_members", &disk.attribute_members);
+  schema.StringList("hdfs_clusters", &disk.hdfs_clusters, hdfs::ClusterEntryError);
+  schema.StringList("hdfs_datanodes", &disk.hdfs_datanodes, [](const std::string& entry) -> std::string {
+    if (entry.find_first_of("/@: ") != std::string::npos || entry == ".") {
+      return "expected a DataNode host name or address, or \".domain\"";
+    }
+    return "";
+  });
 }
 
 config::SectionSchema Section() {

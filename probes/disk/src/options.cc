@@ -216,6 +216,7 @@ Result<IoCommand> ParseIoCommand(const std::vector<std::string>& args) {
   auto parsed = ParseFullRunOptions(options);
   if (!parsed) return R::Error(parsed.error());
   command.options = std::move(parsed).value();
+  command.options.hdfs_confined = false;
   return command;
 }
 

@@ -60,6 +60,9 @@ Plan MakeFullPlan(const DiskProbeConfig& config, const FullRunOptions* given,
   plan.preserve_files = options.preserve_files;
   plan.verbose = options.debug;
   plan.hdfs_ca_file = options.hdfs_ca_file;
+  plan.hdfs_confined = options.hdfs_confined;
+  plan.hdfs_clusters = config.hdfs_clusters;
+  plan.hdfs_datanodes = config.hdfs_datanodes;
   plan.data_size = options.data_size;
   plan.duration = options.duration;
   plan.log_interval = options.log_interval;

@@ -33,6 +33,11 @@ struct Plan {
   bool verbose = false;           // --debug
   bool idle_io_priority = false;  // the scheduled burst's: below every other I/O
   std::string hdfs_ca_file;
+  // HDFS URLs must name a configured cluster (the run API; `hostperf io`'s
+  // operator names the cluster on the command line).
+  bool hdfs_confined = true;
+  std::vector<std::string> hdfs_clusters;
+  std::vector<std::string> hdfs_datanodes;
   double member_slow_ratio = 2.0;
   bool attribute_members = true;
   // The configuration generation the run started under (DiskMetrics).

@@ -53,24 +53,39 @@ Result<FileStatus> StatusFromJson(const json& entry, const std::string& parent) 
 
 }  // namespace
 
+std::string CleanRemoteText(std::string_view text) {
+  std::string out(text.substr(0, kMaxRemoteText));
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte == '\t' || byte == '\n' || byte == '\r') {
+      c = ' ';
+    } else if (byte < 0x20 || byte >= 0x7f) {
+      c = '?';
+    }
+  }
+  return out;
+}
+
 Failure RemoteFailure(const std::string& server, int status, std::string_view body) {
   const json parsed = JsonDepthError(body).empty() ? json::parse(body, nullptr, false) : json();
   if (parsed.is_object() && parsed.contains("RemoteException") && parsed["RemoteException"].is_object()) {
     const json& remote = parsed["RemoteException"];
-    const std::string exception = remote.value("exception", "RemoteException");
-    const std::string message = remote.value("message", "");
+    const json& exception_field = remote.contains("exception") ? remote["exception"] : json();
+    const json& message_field = remote.contains("message") ? remote["message"] : json();
+    const std::string exception = exception_field.is_string() ? exception_field.get<std::string>() : "RemoteException";
+    const std::string message = message_field.is_string() ? message_field.get<std::string>() : "";
     std::string reason = "hdfs_error";
     if (exception == "FileNotFoundException") reason = "bad_directory";
     if (exception == "AccessControlException" || exception == "SecurityException") reason = "permission_denied";
     if (exception == "StandbyException") reason = "hdfs_standby";
     if (exception == "AuthenticationException") reason = "hdfs_auth";
-    return {reason, fmt::format("{} answered {} {}: {}", server, status, exception, message)};
+    return {reason, fmt::format("{} answered {} {}: {}", CleanRemoteText(server), status, CleanRemoteText(exception),
+                                CleanRemoteText(message))};
   }
-  std::string excerpt(body.substr(0, 200));
-  std::replace_if(
-      excerpt.begin(), excerpt.end(), [](unsigned char c) { return c < 0x20; }, ' ');
+  const std::string excerpt = CleanRemoteText(body);
   const std::string reason = status == 401 ? "hdfs_auth" : status == 404 ? "bad_directory" : "hdfs_error";
-  return {reason, fmt::format("{} answered HTTP {}{}{}", server, status, excerpt.empty() ? "" : ": ", excerpt)};
+  return {reason, fmt::format("{} answered HTTP {}{}{}", CleanRemoteText(server), status, excerpt.empty() ? "" : ": ",
+                              excerpt)};
 }
 
 std::string WithRange(const std::string& location, std::uint64_t offset, std::uint64_t length,
@@ -158,7 +173,7 @@ Result<HttpReply> WebHdfsClient::NameNodeRequest(const std::string& path, const 
             "hdfs_auth",
             fmt::format("NameNode {} refused the request (HTTP 401{}): {}", name, negotiate ? ", SPNEGO" : "",
                         negotiate ? "no Kerberos ticket it accepts; kinit as " + user_ + " first"
-                                  : "it asks for " + reply->Header("www-authenticate"))};
+                                  : "it asks for " + CleanRemoteText(reply->Header("www-authenticate")))};
       }
       if (reply->status == 403 && reply->body.find("StandbyException") != std::string::npos) {
         passed_over.push_back(name + " is standby");
@@ -220,6 +235,7 @@ Result<std::string> WebHdfsClient::OpenLocation(const std::string& path) const {
   if (reply->status == 307 || reply->status == 302) {
     std::string location = reply->Header("location");
     if (location.empty()) return R::Error("hdfs_error", server + ": OPEN redirected without a Location");
+    if (auto confined = CheckDataNodeLocation(target_, location); !confined) return confined.failure();
     return location;
   }
   if (reply->status != 200) return RemoteFailure(server, reply->status, reply->body);
@@ -227,7 +243,9 @@ Result<std::string> WebHdfsClient::OpenLocation(const std::string& path) const {
   if (!parsed.is_object() || !parsed.contains("Location") || !parsed["Location"].is_string()) {
     return R::Error("hdfs_error", server + ": OPEN answered neither a redirect nor a Location");
   }
-  return parsed["Location"].get<std::string>();
+  std::string location = parsed["Location"].get<std::string>();
+  if (auto confined = CheckDataNodeLocation(target_, location); !confined) return confined.failure();
+  return location;
 }
 
 Result<void> WebHdfsClient::Read(const std::string& location, std::uint64_t offset, std::uint64_t length,

@@ -401,6 +401,26 @@ TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsClearly) {
 
 // One source's idle connections beyond the limit are shut down,
 // oldest first, and counted; a request from the same source still passes.
+// Whether the server shed the connection for load: it said 503 with
+// Retry-After (the only thing it may say unasked) and closed it. Does not
+// wait: an open connection with nothing to read is false.
+bool ShedWith503(const Socket& socket) {
+  std::string raw;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::recv(socket.fd(), buffer, sizeof(buffer), MSG_DONTWAIT);
+    if (n > 0) {
+      raw.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0) return false;
+    const RawResponse response = ParseResponse(raw);
+    EXPECT_EQ(response.status, 503) << raw;
+    EXPECT_EQ(response.Header("retry-after"), "1") << raw;
+    return true;
+  }
+}
+
 TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirst) {
   HttpServerOptions options;
   options.listen_address = "127.0.0.1:0";
@@ -425,10 +445,7 @@ TEST(HttpServerAdmissionTest, OneSourceHoldsAtMostTheLimitAndItsOldestIdleGoFirs
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
-  const auto closed = [](const Socket& socket) {
-    char byte;
-    return ::recv(socket.fd(), &byte, 1, MSG_DONTWAIT) == 0;
-  };
+  const auto closed = [](const Socket& socket) { return ShedWith503(socket); };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   while (evicted.load() < 6 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -474,10 +491,7 @@ TEST(HttpServerAdmissionTest, ManySourcesTogetherLeaveWorkersFree) {
     if (expected == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(evicted.load(), kSources - 6);
-  const auto closed = [](const Socket& socket) {
-    char byte;
-    return ::recv(socket.fd(), &byte, 1, MSG_DONTWAIT) == 0;
-  };
+  const auto closed = [](const Socket& socket) { return ShedWith503(socket); };
   for (int i = 0; i < kSources - 6; ++i) EXPECT_TRUE(closed(idle[i])) << "connection " << i;
   for (int i = kSources - 6; i < kSources; ++i) EXPECT_FALSE(closed(idle[i])) << "connection " << i;
   // Served (the socket's 20 s timeout would fail it otherwise); the oldest
@@ -619,7 +633,11 @@ TEST(HttpServerKeepAliveTest, AnIdleKeptConnectionIsEvictedByTheSourceLimit) {
   const Socket second = Connect(port);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(Exchange(port, GetRequest("/echo")).status, 200);  // a third: over the limit
-  EXPECT_TRUE(ServerClosed(kept));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (evicted.load() < 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(ShedWith503(kept));
   EXPECT_GE(evicted.load(), 1);
 }
 
@@ -692,6 +710,55 @@ TEST(HttpServerIdleHookTest, CalledAfterTheLastRequestInFlightIsAnswered) {
   EXPECT_TRUE(wait_until([&] { return idle_calls >= 2; })) << "not called after a later request";
   std::lock_guard lock(mu);
   EXPECT_EQ(idle_calls, 2);
+}
+
+// Many clients of one source at once, each sending its request as soon as it
+// connects: the limit sheds some, and every one of them is still answered
+// (200, or 503 with Retry-After), none closed without a response; a shed
+// request never reaches its handler.
+TEST(HttpServerAdmissionTest, ShedConnectionsAreAnswered503WithRetryAfter) {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.max_connections_per_source = 4;
+  options.worker_threads = 16;
+  std::atomic<int> evicted{0};
+  options.on_connection_evicted = [&evicted] { ++evicted; };
+  std::atomic<int> handled{0};
+  std::map<std::string, HttpHandler> routes;
+  routes["/slow"] = [&handled](const HttpRequest&) {
+    ++handled;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return HttpResponse::Text(200, "ok");
+  };
+  auto server = HttpServer::Start(options, std::move(routes));
+  ASSERT_TRUE(server.ok()) << server.error();
+  const int port = (*server)->Ports().front();
+  constexpr int kClients = 60;
+  std::vector<int> statuses(kClients, 0);
+  std::vector<std::string> retry_after(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      const RawResponse response =
+          Exchange(port, "POST /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}");
+      statuses[static_cast<std::size_t>(i)] = response.status;
+      retry_after[static_cast<std::size_t>(i)] = response.Header("retry-after");
+    });
+  }
+  for (auto& client : clients) client.join();
+  int ok = 0;
+  int shed = 0;
+  for (int i = 0; i < kClients; ++i) {
+    const int status = statuses[static_cast<std::size_t>(i)];
+    EXPECT_TRUE(status == 200 || status == 503) << "client " << i << " got " << status << " (0: closed unanswered)";
+    if (status == 503) EXPECT_EQ(retry_after[static_cast<std::size_t>(i)], "1") << "client " << i;
+    ok += status == 200;
+    shed += status == 503;
+  }
+  EXPECT_EQ(ok + shed, kClients);
+  EXPECT_GT(shed, 0) << "the limit of 4 shed nobody among " << kClients;
+  EXPECT_EQ(handled.load(), ok) << "a shed request reached its handler";
+  EXPECT_GE(evicted.load(), shed);
 }
 
 // CivetWeb closed these without a reply, or took the first Content-Length.

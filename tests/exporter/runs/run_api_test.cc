@@ -140,6 +140,16 @@ TEST_F(RunApiTest, BadBodiesAre400WithAReason) {
   EXPECT_EQ(Call("POST", "/api/v1/runs", std::string(kMaxRunBodyBytes + 1, ' ')).status, 413);
 }
 
+// A full run longer than api.max_run_duration (4h by default) would hold
+// the scheduled probes and calendar slots back for as long: 400, naming the key.
+TEST_F(RunApiTest, RunsLongerThanTheConfiguredCapAre400) {
+  api_.SetToken(kToken);
+  const http::HttpResponse refused = Call("POST", "/api/v1/runs", R"({"probes":["cpu"],"duration":"100000h"})");
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_THAT(refused.body, HasSubstr("api.max_run_duration (4h)"));
+  EXPECT_EQ(Call("POST", "/api/v1/runs", R"({"probes":["cpu"],"duration":"4h"})").status, 202);
+}
+
 TEST_F(RunApiTest, AcceptsAndServesARun) {
   api_.SetToken(kToken);
   const http::HttpResponse accepted = Call("POST", "/api/v1/runs", R"({"probes":["cpu"]})");
@@ -157,7 +167,9 @@ TEST_F(RunApiTest, AcceptsAndServesARun) {
     run = json::parse(got.body);
   } while (run["state"] != "succeeded" && std::chrono::steady_clock::now() < until);
   EXPECT_EQ(run["results"]["cpu"]["ok"], 1);
-  const json list = json::parse(Call("GET", "/api/v1/runs", "", "").body);  // the list needs none
+  EXPECT_EQ(Call("GET", "/api/v1/runs", "", "").status, 401);  // the list needs the token too
+  EXPECT_EQ(Call("HEAD", "/api/v1/runs", "", "wrong").status, 401);
+  const json list = json::parse(Call("GET", "/api/v1/runs").body);
   ASSERT_EQ(list["runs"].size(), 1u);
   EXPECT_EQ(list["runs"][0]["id"], id);
   EXPECT_EQ(list["runs"][0]["href"], "/api/v1/runs/" + id);

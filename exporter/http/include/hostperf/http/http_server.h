@@ -107,7 +107,11 @@ struct HttpServerOptions {
   // new one): one client with idle, slow or partial-TLS connections holds at
   // most this many workers, and a scraper from another address always finds
   // one free (docs/reliability.md, "HTTP, round two"). Admission runs on the
-  // worker as it picks the connection up, before it reads anything.
+  // worker as it picks the connection up, before it reads anything. A shed
+  // connection is never closed unanswered: a request waiting on it whole is
+  // answered 503 with Retry-After (its handler does not run), any other
+  // plaintext one is sent that 503 before it is shut down (TLS ones are
+  // shut down).
   int max_connections_per_source = 32;
   // Called (from a worker thread) for every connection shut down by that limit.
   std::function<void()> on_connection_evicted;

@@ -62,6 +62,9 @@ struct HdfsTarget {
   std::string nameservice;          // an HA name service, else ""
   std::vector<NameNode> namenodes;  // tried in this order until one is active
   bool kerberos = false;            // hadoop.security.authentication = kerberos
+  // Where DataNode redirects may also go besides the cluster's own hosts
+  // ([probes.disk] hdfs_datanodes): a host name or address, or ".domain".
+  std::vector<std::string> datanode_hosts;
 };
 
 // hdfs://host:port/dir (the NameNode's RPC address: its HTTP address comes
@@ -71,6 +74,27 @@ struct HdfsTarget {
 // hdfs:///dir (fs.defaultFS), webhdfs://host:http-port/dir and
 // swebhdfs://host:https-port/dir (the port is WebHDFS's own).
 Result<HdfsTarget> ResolveHdfsUrl(std::string_view url, const HadoopConf& conf);
+
+// The daemon reaches only the clusters its configuration names: every
+// NameNode of `target` is a host of the Hadoop configuration (fs.defaultFS,
+// a dfs.namenode.{rpc,http,https}-address, an HA name service) or matches an
+// entry of `clusters` ([probes.disk] hdfs_clusters: "host" or "host:port",
+// the port then matching the NameNode's web port). Else an error naming the
+// host and the key to set.
+// Why an hdfs_clusters entry is not "host", "host:port" or "[v6]:port" ("" if it is).
+std::string ClusterEntryError(const std::string& entry);
+Result<void> CheckConfiguredCluster(const HdfsTarget& target, const HadoopConf& conf,
+                                    const std::vector<std::string>& clusters);
+
+// A DataNode location (OPEN's 307 Location or noredirect JSON) is followed
+// only to the cluster: http (https under TLS) to a /webhdfs/v1/ path, no user
+// name, on a host that is one of the target's NameNode hosts, or in the DNS
+// domain of a NameNode (the NameNode's name without its first label, when
+// that domain has a dot itself: nn1.hadoop.example.com admits
+// dn7.hadoop.example.com, not example.com's other hosts), or a loopback
+// address for a loopback NameNode, or an entry of target.datanode_hosts
+// (exact, or ".domain" as a suffix). Else an error naming the host.
+Result<void> CheckDataNodeLocation(const HdfsTarget& target, std::string_view location);
 
 // One entry of LISTSTATUS.
 struct FileStatus {
@@ -134,7 +158,10 @@ class WebHdfsClient {
 };
 
 // The RemoteException of a WebHDFS error answer as a failure: the reason as
-// above, the message naming the server, the exception and what it said.
+// above, the message naming the server, the exception and what it said (at
+// most kMaxRemoteText bytes of each, printable ASCII only: the text is the
+// remote's and lands in run records).
+inline constexpr std::size_t kMaxRemoteText = 200;
 Failure RemoteFailure(const std::string& server, int status, std::string_view body);
 
 // `location` with its offset and length (and buffersize) query values

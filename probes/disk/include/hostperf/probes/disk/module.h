@@ -37,6 +37,12 @@ struct DiskProbeConfig : config::ProbeSection {
   // false: no member counters read (bench/impact's attribution section
   // measures the cost with it on and off).
   bool attribute_members = true;
+  // The HDFS clusters the run API may read besides those of HADOOP_CONF_DIR:
+  // NameNode web addresses, "host" or "host:port".
+  std::vector<std::string> hdfs_clusters;
+  // Hosts DataNode redirects may go to besides the cluster's own (see
+  // hdfs::CheckDataNodeLocation): a host name or address, or ".domain".
+  std::vector<std::string> hdfs_datanodes;
 };
 
 inline constexpr std::string_view kStateRole = "state";

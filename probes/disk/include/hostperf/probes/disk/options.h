@@ -57,6 +57,9 @@ struct FullRunOptions : ProbeOptions {
   bool debug = false;
   std::vector<std::string> directories;  // empty: the configured ones; hdfs:// URLs are read over WebHDFS
   std::string hdfs_ca_file;              // HTTPS to the HDFS cluster: trust these CAs instead of the system's
+  // HDFS URLs must name a cluster of the configuration (hdfs::CheckConfiguredCluster);
+  // false only for `hostperf io`, whose operator types the URL.
+  bool hdfs_confined = true;
 };
 
 // Parses a JSON options object (unknown keys, wrong types and bad values
