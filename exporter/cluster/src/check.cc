@@ -341,13 +341,28 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
   static constexpr FlagSpec kFlags[] = {
-      Switch("", "D"),    Switch("", "vV"),          Switch("help", "?").Stopping(),
-      Switch("json"),     Valued("duration"),        Valued("api-port"),
-      Valued("net-port"), Valued("token-file"),      Valued("stream-size"),
-      Valued("", "f"),    Valued("", "S"),           Valued("", "B"),
-      Valued("", "d"),    Valued("", "h"),           Valued("", "r"),
-      Switch("tls"),      Valued("ca-file"),         Valued("cert-file"),
-      Valued("key-file"), Valued("basic-auth-user"), Valued("basic-auth-password-file"),
+      Switch("", "D"),
+      Switch("", "vV"),
+      Switch("help", "?").Stopping(),
+      Switch("json"),
+      Valued("duration"),
+      Valued("api-port"),
+      Valued("net-port"),
+      Valued("token-file"),
+      Valued("stream-size"),
+      Valued("", "f"),
+      Valued("", "S"),
+      Valued("", "B"),
+      Valued("", "d"),
+      Valued("", "h"),
+      Valued("", "r"),
+      Switch("tls"),
+      Switch("insecure-http"),
+      Valued("ca-file"),
+      Valued("cert-file"),
+      Valued("key-file"),
+      Valued("basic-auth-user"),
+      Valued("basic-auth-password-file"),
   };
   auto parsed_flags = ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -381,6 +396,8 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
       options.token_file = value;
     } else if (flag.Is("tls")) {
       options.tls = true;
+    } else if (flag.Is("insecure-http")) {
+      options.insecure_http = true;
     } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
       if (value.empty()) return R::Error(flag.spelled + " needs a file");
       (flag.Is("ca-file") ? options.ca_file : flag.Is("cert-file") ? options.cert_file : options.key_file) = value;
@@ -435,6 +452,9 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   }
   if (options.tests.disk && options.directories.empty() && !options.help) {
     return R::Error("the disk test (-r d) needs at least one -d DIR");
+  }
+  if (options.tls && options.insecure_http) {
+    return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
   }
   if (options.cert_file.empty() != options.key_file.empty()) {
     return R::Error("--cert-file and --key-file go together (a client certificate and its key)");

@@ -505,6 +505,10 @@ TEST(ParseCheckArgsTest, TlsAndBasicAuthOptions) {
               HasSubstr("not a user name"));
   EXPECT_THAT(ParseCheckArgs({"-r", "s", "--ca-file="}).error(), HasSubstr("needs a file"));
   EXPECT_THAT(ParseCheckArgs({"-r", "s", "--tls=1"}).error(), HasSubstr("--tls"));
+  EXPECT_TRUE(ParseCheckArgs({"-r", "s", "--insecure-http"})->insecure_http);
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s"})->insecure_http);
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--insecure-http", "--ca-file", "ca.crt"}).error(),
+              HasSubstr("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other"));
 }
 
 TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {

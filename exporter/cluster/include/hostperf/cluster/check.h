@@ -67,6 +67,9 @@ struct CheckOptions {
   // client certificate), a CA file to trust, a client certificate and key,
   // basic auth with the password in a file (never on the command line).
   bool tls = false;
+  // --insecure-http: other hosts over plain http, the token in clear; without
+  // it (or --tls) a check that reaches another host is refused.
+  bool insecure_http = false;
   std::string ca_file;
   std::string cert_file;
   std::string key_file;
