@@ -230,6 +230,30 @@ TEST_F(NetSshTest, ASymlinkAtALogNameIsNotFollowed) {
   EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
 }
 
+// The same for a hard link planted at a log name (appending would write
+// through it to the other name's file) and for a file another user put
+// there: neither is written to, and the host is named.
+TEST_F(NetSshTest, AHardLinkOrAnotherUsersFileAtALogNameIsNotWrittenThrough) {
+  std::filesystem::create_directories(log_dir());
+  const std::string victim = dir_.Write("victim", "keep me\n");
+  const std::string first = log_dir() + "/hostperf-peer.root_" + mesh_->Address(0) + ".log";
+  std::filesystem::create_hard_link(victim, first);
+  const std::string second = dir_.Write("logs/hostperf-peer.root_" + mesh_->Address(1) + ".log", "theirs\n");
+  ASSERT_EQ(::chown(second.c_str(), 65534, 65534), 0);
+  const auto run = RunCommand(
+      HOSTPERF_CLI_BIN, NetArgs({"--duration", "0.3", "--collect-logs", "--log-dir", log_dir(), "latency"}), 120s);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_THAT(run.out + run.err, HasSubstr("hostperf-peer.root_" + mesh_->Address(0) + ".log (a hard link"));
+  EXPECT_THAT(run.out + run.err, HasSubstr("hostperf-peer.root_" + mesh_->Address(1) + ".log (owned by another user"));
+  const auto content = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(content(victim), "keep me\n");
+  EXPECT_EQ(content(second), "theirs\n");
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
 TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
   ChildProcess cli(HOSTPERF_CLI_BIN, NetArgs({"--datarate", "8", "--duration", "20", "--output-file",
                                               dir_.path() + "/r.json", "tcp-throughput"}));

@@ -29,9 +29,10 @@ bool Child::Spawn(const std::vector<std::string>& argv, const std::string& stder
   if (::pipe2(in, O_CLOEXEC) != 0) return Failed("pipe");
   if (::pipe2(out, O_CLOEXEC) != 0) return Failed("pipe");
   if (stderr_file.empty() && ::pipe2(err, O_CLOEXEC) != 0) return Failed("pipe");
-  // A log at a predictable name (--collect-logs): a link planted there is
-  // not followed and a FIFO does not block (O_NOFOLLOW, O_NONBLOCK); only
-  // a regular file is appended to.
+  // A log at a predictable name (--collect-logs): a symbolic link planted
+  // there is not followed and a FIFO does not block (O_NOFOLLOW,
+  // O_NONBLOCK); only a regular file of ours with no other name (a planted
+  // hard link, someone else's file) is appended to.
   const int err_target =
       stderr_file.empty()
           ? err[1]
@@ -39,10 +40,15 @@ bool Child::Spawn(const std::vector<std::string>& argv, const std::string& stder
   if (err_target < 0) return Failed("open " + stderr_file);
   if (!stderr_file.empty()) {
     struct stat st {};
-    if (::fstat(err_target, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool stated = ::fstat(err_target, &st) == 0;
+    const char* why = !stated || !S_ISREG(st.st_mode) ? "not a regular file"
+                      : st.st_uid != ::geteuid()      ? "owned by another user"
+                      : st.st_nlink != 1              ? "a hard link to another file"
+                                                      : nullptr;
+    if (why != nullptr) {
       ::close(err_target);
       errno = EINVAL;
-      return Failed("open " + stderr_file + " (not a regular file)");
+      return Failed("open " + stderr_file + " (" + why + ")");
     }
   }
   std::vector<char*> args;
