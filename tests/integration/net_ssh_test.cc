@@ -281,6 +281,36 @@ TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
   }
 }
 
+// kill -9 of `hostperf net` gives it no chance to clean up: its local logs
+// of the peers have no name to leave behind in the temporary directory, and
+// each peer, its SSH session gone, removes its own copy.
+TEST_F(NetSshTest, AKilledRunLeavesNoLocalLogBehind) {
+  const std::string local_tmp = dir_.path() + "/local-tmp";
+  fs::create_directories(local_tmp);
+  ChildProcess cli(
+      HOSTPERF_CLI_BIN,
+      NetArgs({"--datarate", "8", "--duration", "20", "--output-file", dir_.path() + "/r.json", "tcp-throughput"}),
+      {{"TMPDIR", local_tmp}});
+  const bool serving = [&] {
+    for (int i = 0; i < 300; ++i) {
+      int running = 0;
+      for (const std::string& line : CommandLines()) {
+        if (line.rfind(tmp_dir(), 0) == 0 && line.find("hostperf-peer --ports") != std::string::npos) ++running;
+      }
+      if (running == kHosts) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }();
+  ASSERT_TRUE(serving) << cli.Stderr();
+  cli.Signal(SIGKILL);
+  ASSERT_TRUE(cli.Wait(30s).has_value());
+  EXPECT_TRUE(Entries(local_tmp).empty()) << Entries(local_tmp).front();
+  // The peers notice their session ended and remove their copies.
+  for (int i = 0; i < 100 && !Entries(tmp_dir()).empty(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
 TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {
   sshd_[1].reset();  // host 1's sshd stops: that host cannot be reached
   const auto run = RunCommand(HOSTPERF_CLI_BIN, NetArgs({"--duration", "0.3", "latency"}), 120s);
