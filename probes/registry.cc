@@ -122,6 +122,17 @@ std::vector<std::string> ConfigWarnings(const config::Config& config) {
   return warnings;
 }
 
+std::vector<std::string> ConfigErrors(const config::Config& config, const StartFacts& facts) {
+  std::vector<std::string> errors;
+  for (const ProbeModule* module : Modules()) {
+    if (module->config_errors == nullptr) continue;
+    for (std::string& error : module->config_errors(config.Section(module->name), facts)) {
+      errors.push_back("probes." + std::string(module->name) + ": " + std::move(error));
+    }
+  }
+  return errors;
+}
+
 std::vector<Figure> HeadlineFigures(std::string_view probe, const nlohmann::json& result) {
   const ProbeModule* module = FindProbe(probe);
   if (module == nullptr || module->figures == nullptr || !result.is_object()) return {};

@@ -145,6 +145,7 @@ TEST_F(CheckRemoteTest, DiskStreamAndBisectionOnTwoHostsThroughTheirRunApi) {
                                std::to_string(port_),
                                "--token-file",
                                dir_.path() + "/token",
+                               "--insecure-http",
                                "-D",
                                "-v"},
                               seconds(240));
@@ -184,7 +185,7 @@ TEST_F(CheckRemoteTest, DeadHostWrongTokenAndMissingTokenAreClearErrors) {
   // 127.0.0.4:1: nothing listens there. The live host still reports.
   const auto dead = RunCommand(HOSTPERF_CLI_BIN,
                                {"check", "-r", "s", "-h", a, "-h", "127.0.0.4:1", "--stream-size", "100000",
-                                "--token-file", dir_.path() + "/token", "-D"},
+                                "--token-file", dir_.path() + "/token", "--insecure-http", "-D"},
                                seconds(120));
   EXPECT_EQ(dead.status, 1) << dead.out << dead.err;
   EXPECT_THAT(dead.err,
@@ -194,7 +195,8 @@ TEST_F(CheckRemoteTest, DeadHostWrongTokenAndMissingTokenAreClearErrors) {
 
   const std::string wrong = dir_.Write("wrong-token", "not-the-token\n");
   const auto rejected = RunCommand(
-      HOSTPERF_CLI_BIN, {"check", "-r", "s", "-h", a, "--stream-size", "100000", "--token-file", wrong}, seconds(60));
+      HOSTPERF_CLI_BIN,
+      {"check", "-r", "s", "-h", a, "--stream-size", "100000", "--token-file", wrong, "--insecure-http"}, seconds(60));
   EXPECT_EQ(rejected.status, 1);
   EXPECT_THAT(rejected.err, HasSubstr("remote_rejected"));
   EXPECT_THAT(rejected.err, HasSubstr("HTTP 401"));
@@ -205,6 +207,16 @@ TEST_F(CheckRemoteTest, DeadHostWrongTokenAndMissingTokenAreClearErrors) {
       RunCommand(HOSTPERF_CLI_BIN, {"--config.file=" + config, "check", "-r", "s", "-h", a}, seconds(60));
   EXPECT_EQ(no_token.status, 1);
   EXPECT_THAT(no_token.err, HasSubstr("--token-file FILE or api.token_file"));
+
+  // The token never goes over plain http unless the operator says so: the
+  // check stops before any request.
+  const auto in_clear = RunCommand(
+      HOSTPERF_CLI_BIN,
+      {"check", "-r", "s", "-h", a, "--stream-size", "100000", "--token-file", dir_.path() + "/token"}, seconds(60));
+  EXPECT_EQ(in_clear.status, 2) << in_clear.out << in_clear.err;
+  EXPECT_THAT(in_clear.err, HasSubstr("use --tls"));
+  EXPECT_THAT(in_clear.err, HasSubstr("--insecure-http to send it over plain http, in clear"));
+  EXPECT_THAT(in_clear.out, Not(HasSubstr("RESULT")));
   // The daemon kept running through all of it.
   EXPECT_FALSE(sdw1.process().Wait(std::chrono::milliseconds(0)));
 }
@@ -258,8 +270,14 @@ TEST_F(CheckRemoteTest, OverMutualTlsWithBasicAuthOnTwoDaemons) {
     EXPECT_GT(figure[0], 0) << host;
   }
 
-  // Plain HTTP to a TLS port: no answer that is HTTP.
-  const auto plain = with(basic);
+  // Plain HTTP is refused by the client unless asked for; to a TLS port it
+  // then gets no answer that is HTTP.
+  const auto refused_plain = with(basic);
+  EXPECT_EQ(refused_plain.status, 2) << refused_plain.out << refused_plain.err;
+  EXPECT_THAT(refused_plain.err, HasSubstr("--insecure-http"));
+  std::vector<std::string> insecure = basic;
+  insecure.push_back("--insecure-http");
+  const auto plain = with(insecure);
   EXPECT_EQ(plain.status, 1) << plain.out << plain.err;
   EXPECT_THAT(plain.err, HasSubstr("stream test on " + a + " failed: remote_unreachable"));
   EXPECT_THAT(plain.err, HasSubstr("(is it a TLS port?)"));

@@ -215,17 +215,61 @@ TEST(FilesFault, SecretsReadableByOthersAreRefusedNamingTheMode) {
   ASSERT_EQ(daemon.Wait(seconds(20)), 1) << daemon.Stderr();
   EXPECT_THAT(daemon.Stderr(), HasSubstr("api.token_file: \\\"" + token + "\\\": has mode 0644"));
 
-  // The peer secret: the responder does not start and says why.
+  // The peer secret: the daemon does not start (it would run without its
+  // responder) and says why.
   const std::string secret = dir.Write("secret", kSecret);
   ASSERT_EQ(::chmod(secret.c_str(), 0640), 0);
   const std::string net = dir.Write(
       "net.toml", Config(dir, "") + "[probes.net]\ninterval = \"1s\"\nbind_address = \"127.0.0.1\"\nports = [" +
                       std::to_string(FreeLoopbackPort()) + "]\nsecret_file = \"" + secret + "\"\n");
-  FaultDaemon with_secret(net);
-  ASSERT_NE(with_secret.Port(), 0) << with_secret.process().Stderr();
-  EXPECT_TRUE(with_secret.process().WaitForStderr("has mode 0640", seconds(20))) << with_secret.process().Stderr();
-  EXPECT_THAT(with_secret.process().Stderr(), HasSubstr("probes.net.secret_file: \\\"" + secret +
-                                                        "\\\": has mode 0640: a secret must not be accessible"));
+  ChildProcess with_secret(HOSTPERF_EXPORTER_BIN, {"--config.file=" + net, "--web.listen-address=127.0.0.1:0"});
+  ASSERT_EQ(with_secret.Wait(seconds(20)), 1) << with_secret.Stderr();
+  EXPECT_THAT(with_secret.Stderr(), HasSubstr("probes.net.secret_file: \\\"" + secret +
+                                              "\\\": has mode 0640: a secret must not be accessible"));
+}
+
+// --config.check makes the daemon's own start-up checks (one code path):
+// what the daemon refuses or would half-run fails the check with one line.
+TEST(FilesFault, ConfigCheckRefusesWhatTheDaemonRefuses) {
+  TempDir dir;
+  const auto check = [](const std::string& config) {
+    return RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.check", "--config.file=" + config}, seconds(30));
+  };
+  // A run-API token others can read: the daemon exits 1 at start.
+  const std::string token = dir.Write("token", kToken);
+  ASSERT_EQ(::chmod(token.c_str(), 0644), 0);
+  const CommandResult loose = check(
+      dir.Write("token.toml", Config(dir, "[api]\ntoken_file = \"" + token + "\"\n") + NetOff(FreeLoopbackPort())));
+  EXPECT_EQ(loose.status, 1) << loose.out;
+  EXPECT_THAT(loose.err, HasSubstr("api.token_file: \"" + token + "\": has mode 0644"));
+  EXPECT_THAT(loose.out, Not(HasSubstr("config OK")));
+
+  // A configured secret file that is missing: fatal at start and in the check
+  // (the responder would otherwise run without it).
+  const std::string missing = dir.path() + "/no-such-secret";
+  const std::string no_secret =
+      dir.Write("secret.toml", Config(dir, "") + "[probes.net]\nenabled = false\nports = [" +
+                                   std::to_string(FreeLoopbackPort()) + "]\nsecret_file = \"" + missing + "\"\n");
+  const CommandResult absent = check(no_secret);
+  EXPECT_EQ(absent.status, 1) << absent.out;
+  EXPECT_THAT(absent.err, HasSubstr("probes.net: probes.net.secret_file: \"" + missing + "\""));
+  ChildProcess daemon(HOSTPERF_EXPORTER_BIN, {"--config.file=" + no_secret, "--web.listen-address=127.0.0.1:0"});
+  ASSERT_EQ(daemon.Wait(seconds(20)), 1) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("probes.net.secret_file"));
+
+  // A peers_file in Prometheus' scrape format: targets on the exporter's own
+  // HTTP port, where no responder answers.
+  const std::string secret = dir.Write("secret", kSecret);
+  const std::string peers = dir.Write(
+      "peers.json", R"([{"targets": ["192.0.2.10:9580", "192.0.2.11:9580"], "labels": {"job": "hostperf"}}])");
+  const CommandResult scrape =
+      check(dir.Write("peers.toml", Config(dir, "") + "[probes.net]\nports = [" + std::to_string(FreeLoopbackPort()) +
+                                        "]\nsecret_file = \"" + secret + "\"\npeers_file = \"" + peers + "\"\n"));
+  EXPECT_EQ(scrape.status, 1) << scrape.out;
+  EXPECT_THAT(scrape.err, HasSubstr("probes.net: peers_file (" + peers +
+                                    ") names \"192.0.2.10:9580\", on port 9580, the exporter's HTTP port: list the "
+                                    "peers' responder addresses instead"));
+  EXPECT_THAT(scrape.out, Not(HasSubstr("config OK")));
 }
 
 }  // namespace

@@ -230,6 +230,30 @@ TEST_F(NetSshTest, ASymlinkAtALogNameIsNotFollowed) {
   EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
 }
 
+// The same for a hard link planted at a log name (appending would write
+// through it to the other name's file) and for a file another user put
+// there: neither is written to, and the host is named.
+TEST_F(NetSshTest, AHardLinkOrAnotherUsersFileAtALogNameIsNotWrittenThrough) {
+  std::filesystem::create_directories(log_dir());
+  const std::string victim = dir_.Write("victim", "keep me\n");
+  const std::string first = log_dir() + "/hostperf-peer.root_" + mesh_->Address(0) + ".log";
+  std::filesystem::create_hard_link(victim, first);
+  const std::string second = dir_.Write("logs/hostperf-peer.root_" + mesh_->Address(1) + ".log", "theirs\n");
+  ASSERT_EQ(::chown(second.c_str(), 65534, 65534), 0);
+  const auto run = RunCommand(
+      HOSTPERF_CLI_BIN, NetArgs({"--duration", "0.3", "--collect-logs", "--log-dir", log_dir(), "latency"}), 120s);
+  EXPECT_NE(run.status, 0) << run.out << run.err;
+  EXPECT_THAT(run.out + run.err, HasSubstr("hostperf-peer.root_" + mesh_->Address(0) + ".log (a hard link"));
+  EXPECT_THAT(run.out + run.err, HasSubstr("hostperf-peer.root_" + mesh_->Address(1) + ".log (owned by another user"));
+  const auto content = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(content(victim), "keep me\n");
+  EXPECT_EQ(content(second), "theirs\n");
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
 TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
   ChildProcess cli(HOSTPERF_CLI_BIN, NetArgs({"--datarate", "8", "--duration", "20", "--output-file",
                                               dir_.path() + "/r.json", "tcp-throughput"}));
@@ -255,6 +279,36 @@ TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
   for (const std::string& line : CommandLines()) {
     EXPECT_EQ(line.find(tmp_dir() + "/hostperf."), std::string::npos) << "still running: " << line;
   }
+}
+
+// kill -9 of `hostperf net` gives it no chance to clean up: its local logs
+// of the peers have no name to leave behind in the temporary directory, and
+// each peer, its SSH session gone, removes its own copy.
+TEST_F(NetSshTest, AKilledRunLeavesNoLocalLogBehind) {
+  const std::string local_tmp = dir_.path() + "/local-tmp";
+  fs::create_directories(local_tmp);
+  ChildProcess cli(
+      HOSTPERF_CLI_BIN,
+      NetArgs({"--datarate", "8", "--duration", "20", "--output-file", dir_.path() + "/r.json", "tcp-throughput"}),
+      {{"TMPDIR", local_tmp}});
+  const bool serving = [&] {
+    for (int i = 0; i < 300; ++i) {
+      int running = 0;
+      for (const std::string& line : CommandLines()) {
+        if (line.rfind(tmp_dir(), 0) == 0 && line.find("hostperf-peer --ports") != std::string::npos) ++running;
+      }
+      if (running == kHosts) return true;
+      std::this_thread::sleep_for(100ms);
+    }
+    return false;
+  }();
+  ASSERT_TRUE(serving) << cli.Stderr();
+  cli.Signal(SIGKILL);
+  ASSERT_TRUE(cli.Wait(30s).has_value());
+  EXPECT_TRUE(Entries(local_tmp).empty()) << Entries(local_tmp).front();
+  // The peers notice their session ended and remove their copies.
+  for (int i = 0; i < 100 && !Entries(tmp_dir()).empty(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
 }
 
 TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -41,17 +42,43 @@ std::optional<double> Number(const json& object, const char* key) {
   return it->get<double>();
 }
 
-std::string Text(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 const json& Member(const json& object, const char* key) {
   static const json kNull;
   if (!object.is_object()) return kNull;
   const auto it = object.find(key);
   return it == object.end() ? kNull : *it;
+}
+
+// A string member, made terminal-safe: the formatter prints only these.
+std::string Text(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? TerminalSafe(it->get_ref<const std::string&>()) : "";
+}
+
+// Why `bytes_per_second` is no bandwidth a host can have; nullopt when it is one.
+std::optional<std::string> InvalidRate(double bytes_per_second) {
+  if (std::isfinite(bytes_per_second) && bytes_per_second >= 0 && bytes_per_second <= kMaxBytesPerSecond) {
+    return std::nullopt;
+  }
+  return fmt::format("reported an invalid bandwidth ({} B/s; valid: 0 to {:g} B/s)", bytes_per_second,
+                     kMaxBytesPerSecond);
+}
+
+// The same for a section entry's figures (stream's rate, disk's bytes over seconds).
+std::optional<std::string> InvalidEntry(const json& entry) {
+  if (const auto rate = Number(entry, "bytes_per_second")) return InvalidRate(*rate);
+  for (const char* test : {"write", "read"}) {
+    const json& figures = Member(entry, test);
+    const auto bytes = Number(figures, "bytes");
+    const auto seconds = Number(figures, "seconds");
+    if (!bytes || !seconds) continue;
+    if (!std::isfinite(*seconds) || *seconds <= 0 || !std::isfinite(*bytes) || *bytes < 0) {
+      return fmt::format("reported invalid {} figures ({} bytes in {} s)", test, *bytes, *seconds);
+    }
+    if (auto invalid = InvalidRate(*bytes / *seconds)) return invalid;
+  }
+  return std::nullopt;
 }
 
 // One host's figure in a section (gpcheckperf's (mbps, time, bytes)).
@@ -245,6 +272,24 @@ auto RunConcurrently(std::size_t count, const Job& job) {
 
 }  // namespace
 
+std::string TerminalSafe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) {
+      out += fmt::format("\\xc2\\x{:02x}", next);  // a C1 control (U+0080 to U+009F)
+      ++i;
+    } else {
+      out += static_cast<char>(byte);
+    }
+  }
+  return out;
+}
+
 std::string_view ToString(NetMode mode) {
   switch (mode) {
     case NetMode::kParallel:
@@ -296,13 +341,28 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
   static constexpr FlagSpec kFlags[] = {
-      Switch("", "D"),    Switch("", "vV"),          Switch("help", "?").Stopping(),
-      Switch("json"),     Valued("duration"),        Valued("api-port"),
-      Valued("net-port"), Valued("token-file"),      Valued("stream-size"),
-      Valued("", "f"),    Valued("", "S"),           Valued("", "B"),
-      Valued("", "d"),    Valued("", "h"),           Valued("", "r"),
-      Switch("tls"),      Valued("ca-file"),         Valued("cert-file"),
-      Valued("key-file"), Valued("basic-auth-user"), Valued("basic-auth-password-file"),
+      Switch("", "D"),
+      Switch("", "vV"),
+      Switch("help", "?").Stopping(),
+      Switch("json"),
+      Valued("duration"),
+      Valued("api-port"),
+      Valued("net-port"),
+      Valued("token-file"),
+      Valued("stream-size"),
+      Valued("", "f"),
+      Valued("", "S"),
+      Valued("", "B"),
+      Valued("", "d"),
+      Valued("", "h"),
+      Valued("", "r"),
+      Switch("tls"),
+      Switch("insecure-http"),
+      Valued("ca-file"),
+      Valued("cert-file"),
+      Valued("key-file"),
+      Valued("basic-auth-user"),
+      Valued("basic-auth-password-file"),
   };
   auto parsed_flags = ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -336,6 +396,8 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
       options.token_file = value;
     } else if (flag.Is("tls")) {
       options.tls = true;
+    } else if (flag.Is("insecure-http")) {
+      options.insecure_http = true;
     } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
       if (value.empty()) return R::Error(flag.spelled + " needs a file");
       (flag.Is("ca-file") ? options.ca_file : flag.Is("cert-file") ? options.cert_file : options.key_file) = value;
@@ -390,6 +452,9 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   }
   if (options.tests.disk && options.directories.empty() && !options.help) {
     return R::Error("the disk test (-r d) needs at least one -d DIR");
+  }
+  if (options.tls && options.insecure_http) {
+    return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
   }
   if (options.cert_file.empty() != options.key_file.empty()) {
     return R::Error("--cert-file and --key-file go together (a client certificate and its key)");
@@ -530,8 +595,10 @@ std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, co
   return std::nullopt;
 }
 
-CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
-                  const CheckProgress& progress) {
+namespace {
+
+CheckRun RunCheckUnescaped(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
+                           const CheckProgress& progress) {
   CheckRun run;
   const std::vector<std::string> hosts = options.hosts.empty() ? std::vector<std::string>{local_name} : options.hosts;
   std::vector<HostSpec> specs;
@@ -550,6 +617,7 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
   // Hosts' threads report through these; the lock keeps lines whole.
   std::mutex progress_mu;
   const auto note = [&](std::string text) {
+    text = TerminalSafe(text);  // names hosts, which may come from a host file
     std::lock_guard lock(progress_mu);
     if (progress.on_note) progress.on_note(text);
     run.notes.push_back(std::move(text));
@@ -592,6 +660,8 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
             fmt::format("{} test on {} failed: {}: {}", test, hosts[i], outcome.reason, outcome.message));
       } else if (entry.is_null()) {
         run.errors.push_back(fmt::format("{} test on {}: {}", test, hosts[i], missing));
+      } else if (const auto invalid = InvalidEntry(entry)) {
+        run.errors.push_back(fmt::format("{} test on {}: the host {}", test, hosts[i], *invalid));
       } else {
         entries[i][key] = std::move(entry);
       }
@@ -646,10 +716,25 @@ CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const s
         run.errors.push_back(fmt::format("network test {} -> {} failed: {}", hosts[from], hosts[to], why));
         continue;
       }
+      if (const auto invalid = InvalidRate(*rate)) {
+        run.errors.push_back(
+            fmt::format("network test {} -> {}: the host {} {}", hosts[from], hosts[to], hosts[from], *invalid));
+        continue;
+      }
       links.push_back({{"from", hosts[from]}, {"to", hosts[to]}, {"bytes_per_second", *rate}});
     }
   }
   run.check["network"] = {{"mode", std::string(ToString(options.tests.net))}, {"links", std::move(links)}};
+  return run;
+}
+
+}  // namespace
+
+CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
+                  const CheckProgress& progress) {
+  CheckRun run = RunCheckUnescaped(options, run_on, local_name, progress);
+  // Errors carry the hosts' reasons and messages: escaped once, here.
+  for (std::string& error : run.errors) error = TerminalSafe(error);
   return run;
 }
 

@@ -29,7 +29,7 @@ constexpr const char* kUsage = R"(usage: hostperf check [-d DIR]... [-h HOST[:PO
                       [--token-file FILE] [--tls] [--ca-file FILE]
                       [--cert-file FILE --key-file FILE]
                       [--basic-auth-user USER --basic-auth-password-file FILE]
-                      [--json]
+                      [--insecure-http] [--json]
 
 gpcheckperf: runs the selected tests on every host at once and prints the
 RESULT block. This host runs its tests in-process; other hosts run them
@@ -62,8 +62,11 @@ pass's wall time (vioperf's tests are hostperf io's).
   --net-port PORT   other hosts' responder port (default: this config's
                     first probes.net port)
   --token-file FILE other hosts' run API token (default: api.token_file)
-Other hosts' --web.config.file (docs/security.md):
+Other hosts' --web.config.file (docs/security.md); other hosts need one of
+--tls and --insecure-http, since the token goes with every request:
   --tls             https:// (implied by --ca-file and --cert-file)
+  --insecure-http   plain http://: the token and results travel in clear
+                    (a trusted network only)
   --ca-file FILE    trust this CA for their certificates (default: the
                     system's CAs)
   --cert-file FILE, --key-file FILE
@@ -142,6 +145,11 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
       return 1;
     }
     remote.token = *token;
+    if (!parsed->tls && !parsed->insecure_http) {
+      return context.usage_error(
+          "other hosts get the run API token with every request: use --tls (their --web.config.file serves "
+          "https), or --insecure-http to send it over plain http, in clear");
+    }
   }
   const HostRunner run_on = [&](const std::string& host, std::string_view probe, const nlohmann::json& options) {
     const auto spec = ParseHostSpec(host, parsed->api_port);

@@ -42,8 +42,10 @@ to Prometheus.
 
 Flags:
   --config.file=PATH          TOML config file (default: the embedded defaults)
-  --config.check              validate the config, print the result (and warnings, such as
-                              this host missing from probes.net's peers) and exit 0 or 1
+  --config.check              validate the config and make every start-up check of the
+                              daemon (token and secret files, peers), print the result (and
+                              warnings, such as this host missing from probes.net's peers)
+                              and exit 0 or 1
   --web.listen-address=ADDR   address to listen on (default ":9580"; port 0 picks one)
   --web.telemetry-path=PATH   path of the metrics endpoint (default "/metrics")
   --web.config.file=PATH      TLS and basic auth (exporter-toolkit YAML format); re-read
@@ -291,6 +293,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (flags->Has("config.check")) {
+    // What the daemon's start-up would refuse: the same checks, each said.
+    const std::vector<std::string> errors = hostperf::daemon::StartErrors(*loaded, *options);
+    for (const std::string& error : errors) std::fprintf(stderr, "%s: %s\n", loaded->source.c_str(), error.c_str());
+    if (!errors.empty()) return 1;
     // Valid but probably not what was meant: said, without failing the check.
     for (const std::string& warning : probes::ConfigWarnings(*loaded)) {
       std::fprintf(stderr, "%s: warning: %s\n", loaded->source.c_str(), warning.c_str());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -20,6 +21,9 @@
 
 namespace hostperf::daemon {
 namespace {
+
+// The exporter's documented default port (--web.listen-address).
+constexpr unsigned kDefaultExporterPort = 9580;
 
 class SystemdNotifier final : public ServiceNotifier {
  public:
@@ -115,6 +119,25 @@ Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::pat
   return loaded;
 }
 
+std::vector<std::string> StartErrors(const config::Config& config, const DaemonOptions& options) {
+  std::vector<std::string> errors;
+  if (auto token = Daemon::LoadApiToken(config); !token) errors.push_back(token.error());
+  probes::StartFacts facts;
+  facts.exporter_ports.push_back(kDefaultExporterPort);
+  const auto colon = options.listen_address.rfind(':');
+  if (colon != std::string::npos) {
+    const std::string digits = options.listen_address.substr(colon + 1);
+    unsigned port = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+    if (ec == std::errc() && end == digits.data() + digits.size() && port > 0 && port <= 65535 &&
+        port != kDefaultExporterPort) {
+      facts.exporter_ports.push_back(static_cast<std::uint16_t>(port));
+    }
+  }
+  for (std::string& error : probes::ConfigErrors(config, facts)) errors.push_back(std::move(error));
+  return errors;
+}
+
 Daemon::Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
                std::unique_ptr<ServiceNotifier> notifier)
     : options_(std::move(options)), notifier_(std::move(notifier)), config_(std::move(config)) {}
@@ -143,6 +166,11 @@ Result<std::optional<std::string>> Daemon::LoadApiToken(const config::Config& co
 }
 
 Result<void> Daemon::Start() {
+  if (const std::vector<std::string> errors = StartErrors(*config_, options_); !errors.empty()) {
+    std::string message;
+    for (const std::string& error : errors) message += (message.empty() ? "" : "; ") + error;
+    return Result<void>::Error("bad_config", message);
+  }
   auto token = LoadApiToken(*config_);
   if (!token) return token.failure();
   if (auto created = CreateStateDirectory(); !created) return created;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -13,6 +14,8 @@
 #include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/remote.h"
+#include "peer_set.h"
+#include "secret_file.h"
 
 namespace hostperf::probes::net {
 namespace {
@@ -62,6 +65,47 @@ std::vector<std::string> ConfigWarnings(const config::ProbeConfig& section) {
   const auto& net = dynamic_cast<const NetProbeConfig&>(*section.settings);
   if (auto warning = CheckSelfInPeers(net, {}, kSelfCheckBound)) return {std::move(*warning)};
   return {};
+}
+
+// The peer entries of `source` that name one of `exporter_ports` (and none
+// of the responder's own ports): a list copied from a Prometheus scrape
+// config, whose probes would all reach an HTTP server and see every peer down.
+void RefuseExporterPorts(const std::vector<std::string>& entries, const std::string& source, const NetProbeConfig& net,
+                         const StartFacts& facts, std::vector<std::string>& errors) {
+  const std::uint16_t default_port = net.ports.empty() ? kDefaultNetPort : net.ports.front();
+  const auto is = [](const std::vector<std::uint16_t>& ports, std::uint16_t port) {
+    return std::find(ports.begin(), ports.end(), port) != ports.end();
+  };
+  for (const std::string& entry : entries) {
+    const auto spec = ParsePeerSpec(entry, default_port);
+    if (!spec || !is(facts.exporter_ports, spec->port) || is(net.ports, spec->port)) continue;
+    errors.push_back(source + " names \"" + spec->name + "\", on port " + std::to_string(spec->port) +
+                     ", the exporter's HTTP port: list the peers' responder addresses instead (host, or host:port "
+                     "with a port of their probes.net.ports, default " +
+                     std::to_string(kDefaultNetPort) + "), not Prometheus scrape targets");
+    return;  // one line is enough: a copied scrape config names them all
+  }
+}
+
+// What the daemon refuses at start: a secret file it cannot use (the
+// responder would run without it) and peers on the exporter's HTTP port.
+std::vector<std::string> ConfigErrors(const config::ProbeConfig& section, const StartFacts& facts) {
+  const auto& net = dynamic_cast<const NetProbeConfig&>(*section.settings);
+  std::vector<std::string> errors;
+  if (!net.secret_file.empty()) {
+    if (auto secret = ReadSecretFile(net.secret_file); !secret) errors.push_back(secret.error());
+  }
+  if (!section.schedule.enabled) return errors;
+  RefuseExporterPorts(net.peers, "peers", net, facts, errors);
+  if (!net.peers_file.empty()) {
+    // An unreadable or invalid file is data at run time (counted, the last
+    // good list kept); a readable one listing scrape targets is a mistake.
+    PeersFile file;
+    if (file.Refresh(net.peers_file, true)) {
+      RefuseExporterPorts(file.targets(), "peers_file (" + net.peers_file + ")", net, facts, errors);
+    }
+  }
+  return errors;
 }
 
 config::SectionSchema Section() {
@@ -277,6 +321,7 @@ const ProbeModule kModule = {
     .failure_reasons = {"no_secret", "responder_down", "all_peers_down"},
     .skip_reasons = {"no_peers"},
     .config_warnings = &ConfigWarnings,
+    .config_errors = &ConfigErrors,
 };
 
 }  // namespace hostperf::probes::net

@@ -11,7 +11,6 @@
 #include <optional>
 #include <regex>
 
-#include "hostperf/base/files.h"
 #include "remote_process.h"
 
 namespace hostperf::probes::net {
@@ -23,8 +22,12 @@ using remote::Clock;
 using remote::LastLine;
 using remote::Outcome;
 using remote::Quote;
+using remote::ReadLogTail;
 using remote::RunAll;
 using remote::Why;
+
+// How much of a peer's log says why it did not start.
+constexpr std::size_t kLogTailBytes = 65536;
 
 // The host part of [user@]host, for the tests' host:port.
 std::string HostOf(const std::string& destination) {
@@ -82,15 +85,21 @@ class RemotePeersImpl final : public RemotePeers {
     }
     Say("starting hostperf-peer on " + std::to_string(Ready()) + " hosts");
     peers_.resize(hosts_.size());
+    logs_.resize(hosts_.size());
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
       RemoteHost& host = hosts_[i];
       if (!host.error.empty()) continue;
       const std::string program = options_.installed ? options_.installed_program : host.directory + "/hostperf-peer";
       std::string command = "exec " + Quote(program) + " --ports " + std::to_string(options_.port);
       if (!host.directory.empty()) command += " --remove-dir " + Quote(host.directory);
-      host.log_file = LogFile(host.destination);
+      auto log = OpenLog(host);
+      if (!log) {
+        host.error = "ssh: " + log.error();
+        continue;
+      }
+      logs_[i] = std::move(log).value();
       peers_[i] = std::make_unique<Child>();
-      if (!peers_[i]->Spawn(Ssh(host.destination, command), host.log_file)) {
+      if (!peers_[i]->Spawn(Ssh(host.destination, command), logs_[i].get())) {
         host.error = "ssh: " + peers_[i]->error();
         continue;
       }
@@ -108,7 +117,7 @@ class RemotePeersImpl final : public RemotePeers {
         if (out.find("hostperf-peer ready") != std::string::npos && out.find('\n') != std::string::npos) {
           host.target = HostOf(host.destination) + ":" + std::to_string(options_.port);
         } else if (peers_[i]->Poll()) {
-          host.error = "hostperf-peer did not start: " + LastLine(ReadLog(host.log_file));
+          host.error = "hostperf-peer did not start: " + LastLine(ReadLogTail(logs_[i].get(), kLogTailBytes));
         } else {
           waiting = true;
         }
@@ -155,15 +164,10 @@ class RemotePeersImpl final : public RemotePeers {
         }
       }
     }
+    // A private log has no name: closing it is all its clean-up.
+    logs_.clear();
     for (RemoteHost& host : hosts_) {
-      if (host.log_file.empty()) continue;
-      if (options_.collect_logs) {
-        Say("log of " + host.destination + ": " + host.log_file);
-      } else {
-        std::error_code ec;
-        std::filesystem::remove(host.log_file, ec);
-        host.log_file.clear();
-      }
+      if (!host.log_file.empty()) Say("log of " + host.destination + ": " + host.log_file);
     }
   }
 
@@ -190,30 +194,25 @@ class RemotePeersImpl final : public RemotePeers {
   void Say(const std::string& line) {
     if (progress_) progress_(line);
   }
-  // With collect_logs, log_dir/hostperf-peer.<host>.log; otherwise a private
-  // temporary file, removed at the end.
-  std::string LogFile(const std::string& destination) {
-    if (options_.collect_logs) {
-      std::string name = destination;
-      std::replace_if(
-          name.begin(), name.end(), [](char c) { return !std::isalnum(c) && c != '.' && c != '-'; }, '_');
-      return (std::filesystem::path(options_.log_dir) / ("hostperf-peer." + name + ".log")).string();
-    }
-    std::string path = (std::filesystem::temp_directory_path() / "hostperf-peer-log.XXXXXX").string();
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) return "/dev/null";
-    ::close(fd);
-    return path;
-  }
-  static std::string ReadLog(const std::string& path) {
-    auto text = ReadBoundedFile(path, "hostperf-peer log", 65536);
-    return text ? std::move(text).value() : text.error();
+  // With collect_logs, log_dir/hostperf-peer.<host>.log (named in
+  // `host.log_file`); otherwise a private file without a name, so that
+  // nothing is left behind whatever ends the run (kill -9 included).
+  Result<Fd> OpenLog(RemoteHost& host) {
+    if (!options_.collect_logs) return remote::OpenAnonymousLog(std::filesystem::temp_directory_path().string());
+    std::string name = host.destination;
+    std::replace_if(
+        name.begin(), name.end(), [](char c) { return !std::isalnum(c) && c != '.' && c != '-'; }, '_');
+    const std::string path = (std::filesystem::path(options_.log_dir) / ("hostperf-peer." + name + ".log")).string();
+    auto log = remote::OpenNamedLog(path);
+    if (log) host.log_file = path;
+    return log;
   }
 
   RemoteOptions options_;
   std::function<void(const std::string&)> progress_;
   std::vector<RemoteHost> hosts_;
   std::vector<std::unique_ptr<Child>> peers_;  // the running ssh sessions, by host
+  std::vector<Fd> logs_;                       // their standard error, by host
   bool stopped_ = false;
 };
 

@@ -24,27 +24,12 @@ Child::~Child() {
   }
 }
 
-bool Child::Spawn(const std::vector<std::string>& argv, const std::string& stderr_file) {
+bool Child::Spawn(const std::vector<std::string>& argv, int stderr_fd) {
   int in[2], out[2], err[2] = {-1, -1};
   if (::pipe2(in, O_CLOEXEC) != 0) return Failed("pipe");
   if (::pipe2(out, O_CLOEXEC) != 0) return Failed("pipe");
-  if (stderr_file.empty() && ::pipe2(err, O_CLOEXEC) != 0) return Failed("pipe");
-  // A log at a predictable name (--collect-logs): a link planted there is
-  // not followed and a FIFO does not block (O_NOFOLLOW, O_NONBLOCK); only
-  // a regular file is appended to.
-  const int err_target =
-      stderr_file.empty()
-          ? err[1]
-          : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-  if (err_target < 0) return Failed("open " + stderr_file);
-  if (!stderr_file.empty()) {
-    struct stat st {};
-    if (::fstat(err_target, &st) != 0 || !S_ISREG(st.st_mode)) {
-      ::close(err_target);
-      errno = EINVAL;
-      return Failed("open " + stderr_file + " (not a regular file)");
-    }
-  }
+  if (stderr_fd < 0 && ::pipe2(err, O_CLOEXEC) != 0) return Failed("pipe");
+  const int err_target = stderr_fd < 0 ? err[1] : stderr_fd;
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
@@ -67,8 +52,7 @@ bool Child::Spawn(const std::vector<std::string>& argv, const std::string& stder
   }
   ::close(in[0]);
   ::close(out[1]);
-  if (stderr_file.empty()) ::close(err[1]);
-  if (!stderr_file.empty()) ::close(err_target);
+  if (stderr_fd < 0) ::close(err[1]);
   if (pid_ < 0) {
     ::close(in[1]);
     ::close(out[0]);
@@ -158,6 +142,53 @@ void Child::WaitReadable(std::chrono::milliseconds timeout) {
     return;
   }
   ::poll(fds, n, static_cast<int>(timeout.count()));
+}
+
+Result<Fd> OpenNamedLog(const std::string& path) {
+  const auto failed = [&](const std::string& why) {
+    return Result<Fd>(Failure{"bad_log", "open " + path + why + ": " + std::strerror(errno)});
+  };
+  // O_RDWR: the log's end is read back when the peer does not start.
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  if (!fd.valid()) return failed("");
+  struct stat st {};
+  const bool stated = ::fstat(fd.get(), &st) == 0;
+  const char* why = !stated || !S_ISREG(st.st_mode) ? "not a regular file"
+                    : st.st_uid != ::geteuid()      ? "owned by another user"
+                    : st.st_nlink != 1              ? "a hard link to another file"
+                                                    : nullptr;
+  if (why != nullptr) {
+    errno = EINVAL;
+    return failed(std::string(" (") + why + ")");
+  }
+  return fd;
+}
+
+Result<Fd> OpenAnonymousLog(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (fd.valid()) return fd;
+  // A file system without O_TMPFILE: a name that lives only between mkstemp and unlink.
+  std::string path = dir + "/hostperf-peer-log.XXXXXX";
+  fd = Fd(::mkostemp(path.data(), O_CLOEXEC));
+  if (!fd.valid()) return Failure{"bad_log", "cannot create a log file in " + dir + ": " + std::strerror(errno)};
+  ::unlink(path.c_str());
+  return fd;
+}
+
+std::string ReadLogTail(int fd, std::size_t max_bytes) {
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) return "";
+  const auto size = static_cast<std::size_t>(st.st_size);
+  const std::size_t start = size > max_bytes ? size - max_bytes : 0;
+  std::string text(size - start, '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(start + done));
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  text.resize(done);
+  return text;
 }
 
 bool Child::Failed(const std::string& what) {

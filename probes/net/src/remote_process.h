@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/base/result.h"
+#include "hostperf/probes/net/sockets.h"
+
 namespace hostperf::probes::net::remote {
 
 using Clock = std::chrono::steady_clock;
@@ -28,8 +31,9 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child();
 
-  // `stderr_file`: the child's standard error goes there (empty: a pipe, read into err()).
-  bool Spawn(const std::vector<std::string>& argv, const std::string& stderr_file = "");
+  // `stderr_fd`: the child's standard error goes there (the caller keeps
+  // it; -1: a pipe, read into err()).
+  bool Spawn(const std::vector<std::string>& argv, int stderr_fd = -1);
   // Writes all of `text` to its standard input (10 s at most).
   bool Write(const std::string& text);
   void CloseInput();
@@ -54,6 +58,17 @@ class Child {
   std::optional<int> status_;
   std::string out_text_, err_text_, error_;
 };
+
+// A peer's log at a predictable name (--collect-logs), opened to append:
+// a symbolic link planted there is not followed and a FIFO does not block;
+// only a regular file of ours with no other name is used. The failure is
+// "open <path> (<why>)...".
+Result<Fd> OpenNamedLog(const std::string& path);
+// A peer's log that has no name (O_TMPFILE in `dir`, else a file unlinked
+// right after mkstemp): nothing to remove, even after kill -9.
+Result<Fd> OpenAnonymousLog(const std::string& dir);
+// The end of a log (at most `max_bytes`), as written so far.
+std::string ReadLogTail(int fd, std::size_t max_bytes);
 
 // Runs one command per host at once and waits for all (or the timeout, or
 // cancellation, which kill the rest); what each said and how it ended.

@@ -505,6 +505,10 @@ TEST(ParseCheckArgsTest, TlsAndBasicAuthOptions) {
               HasSubstr("not a user name"));
   EXPECT_THAT(ParseCheckArgs({"-r", "s", "--ca-file="}).error(), HasSubstr("needs a file"));
   EXPECT_THAT(ParseCheckArgs({"-r", "s", "--tls=1"}).error(), HasSubstr("--tls"));
+  EXPECT_TRUE(ParseCheckArgs({"-r", "s", "--insecure-http"})->insecure_http);
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s"})->insecure_http);
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--insecure-http", "--ca-file", "ca.crt"}).error(),
+              HasSubstr("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other"));
 }
 
 TEST(RunCheckTest, LocalNamesAndSingleHostNetwork) {
@@ -570,6 +574,71 @@ TEST(RunCheckTest, ProgressAsItGoes) {
   live_notes.clear();
   RunCheck(*ParseCheckArgs({"-v", "-r", "s", "-h", "a", "-h", "b"}), fake.runner(), "a", progress);
   EXPECT_THAT(live_notes, Contains(StartsWith("[Info] stream test on b failed (remote_unreachable) in ")));
+}
+
+TEST(TerminalSafeTest, ControlCharactersAreShownAsHex) {
+  EXPECT_EQ(TerminalSafe("plain text, ünïcode"), "plain text, ünïcode");
+  EXPECT_EQ(TerminalSafe("\x1b]0;owned\x07title\r\n\x7f"), "\\x1b]0;owned\\x07title\\x0d\\x0a\\x7f");
+  EXPECT_EQ(TerminalSafe("\xc2\x9b"
+                         "31m"),
+            "\\xc2\\x9b31m");  // the 8-bit CSI
+}
+
+// A hostile host: escape sequences in its reason and message, 1e308 B/s as
+// its stream and link rates. Nothing of it reaches the terminal raw, and
+// the number is refused with the host named.
+TEST(RunCheckTest, AHostileHostsTextIsEscapedAndItsImpossibleNumbersRefused) {
+  constexpr const char* kEscape = "\x1b]0;pwned\x07\x1b[2K\x1b[31mred";
+  std::mutex mu;
+  const HostRunner runner = [&](const std::string& host, std::string_view probe, const json& options) {
+    std::lock_guard lock(mu);
+    if (host == "evil" && probe == "memory") {
+      return ProbeOutcome::Success({{"kernels", {{{"kernel", "copy"}, {"best_bytes_per_second", 1e308}}}}});
+    }
+    if (probe == "net") {
+      const std::string target = options["hosts"][0];
+      const double rate = host == "evil" ? 1e308 : 100.0 * 1048576;
+      return ProbeOutcome::Success(
+          {{"tests",
+            {{"tcp-throughput",
+              {{{"node", target}, {"outcome", "ok"}, {"bytes_received", rate}, {"duration_seconds", 1.0}}}}}}});
+    }
+    if (host == "evil") return ProbeOutcome::Failure(std::string("bad") + kEscape, std::string("msg") + kEscape);
+    return ProbeOutcome::Success({{"kernels", {{{"kernel", "copy"}, {"best_bytes_per_second", 8e9}}}}});
+  };
+  std::vector<std::string> live_notes;
+  CheckProgress progress;
+  progress.on_note = [&](const std::string& note) { live_notes.push_back(note); };
+  const CheckRun run = RunCheck(*ParseCheckArgs({"-v", "-r", "sN", "-h", "good", "-h", "evil"}), runner, "x", progress);
+  ASSERT_EQ(run.errors.size(), 2u);
+  EXPECT_EQ(run.errors[0],
+            "stream test on evil: the host reported an invalid bandwidth (1e+308 B/s; valid: 0 to 1e+14 B/s)");
+  EXPECT_EQ(run.errors[1],
+            "network test evil -> good: the host evil reported an invalid bandwidth (1e+308 B/s; valid: 0 to 1e+14 "
+            "B/s)");
+  const std::string out = FormatCheckResult(run.check, {.per_host = true, .verbose = true});
+  EXPECT_THAT(out, Not(HasSubstr("e+308")));
+  EXPECT_THAT(out, HasSubstr("stream max bandwidth (MB/s): 8000.00 [good]"));
+  EXPECT_THAT(out, HasSubstr(" good -> evil = 100.000000\n"));
+
+  // Its failure's reason and message, escaped in the error line.
+  const HostRunner failing = [&](const std::string& host, std::string_view, const json&) {
+    if (host == "evil") return ProbeOutcome::Failure(std::string("bad") + kEscape, std::string("msg") + kEscape);
+    return ProbeOutcome::Success({{"kernels", {{{"kernel", "copy"}, {"best_bytes_per_second", 8e9}}}}});
+  };
+  const CheckRun failed = RunCheck(*ParseCheckArgs({"-r", "s", "-h", "good", "-h", "evil"}), failing, "x");
+  ASSERT_EQ(failed.errors.size(), 1u);
+  EXPECT_EQ(failed.errors[0],
+            "stream test on evil failed: bad\\x1b]0;pwned\\x07\\x1b[2K\\x1b[31mred: msg\\x1b]0;pwned\\x07\\x1b[2K\\x1b["
+            "31mred");
+  // Nothing printed holds a control character but the formatter's newlines.
+  for (const std::string& line : run.notes) EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+
+  // Host names in a result (a host file's lines) are escaped when printed.
+  const json hostile = {{"hosts", {{{"host", std::string("h") + kEscape}, {"stream", {{"bytes_per_second", 1e9}}}}}}};
+  const std::string block = FormatCheckResult(hostile, {.per_host = true});
+  EXPECT_EQ(block.find('\x1b'), std::string::npos);
+  EXPECT_THAT(block, HasSubstr("[h\\x1b]0;pwned\\x07\\x1b[2K\\x1b[31mred]"));
 }
 
 }  // namespace

@@ -67,6 +67,9 @@ struct CheckOptions {
   // client certificate), a CA file to trust, a client certificate and key,
   // basic auth with the password in a file (never on the command line).
   bool tls = false;
+  // --insecure-http: other hosts over plain http, the token in clear; without
+  // it (or --tls) a check that reaches another host is refused.
+  bool insecure_http = false;
   std::string ca_file;
   std::string cert_file;
   std::string key_file;
@@ -166,6 +169,18 @@ struct CheckProgress {
 
 CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
                   const CheckProgress& progress = {});
+
+// Remote text made safe for a terminal: every control character (C0, DEL,
+// and the C1 range as UTF-8 encodes it, which includes the CSI that
+// terminals act on) becomes \xNN, so a host's message cannot set a title,
+// colour or rewrite a line. Printable text, UTF-8 included, is unchanged.
+std::string TerminalSafe(std::string_view text);
+
+// The largest bandwidth a host can report, in bytes per second: 10^14
+// (100 TB/s), above the memory bandwidth of any one machine today (a
+// GPU's HBM stacks total a few TB/s), its disks' and its links'. A figure
+// above it, negative, NaN or infinite is refused, the host named.
+inline constexpr double kMaxBytesPerSecond = 1e14;
 
 std::string_view ToString(NetMode mode);  // "parallel", "serial", "matrix", "none"
 

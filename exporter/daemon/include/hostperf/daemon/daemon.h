@@ -62,6 +62,12 @@ Result<void> CheckTelemetryPath(const std::string& path);
 // options are parsed here by each probe's module (errors are bad_config).
 Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::path>& config_file);
 
+// Every check of the daemon's start-up, made before anything starts: the
+// API token file, each probe's config_errors (secret files, peers on the
+// exporter's HTTP port). `--config.check` runs the same. One line each;
+// empty: the daemon would start.
+std::vector<std::string> StartErrors(const config::Config& config, const DaemonOptions& options);
+
 // Wires config, probes, scheduler and HTTP together.
 class Daemon {
  public:
@@ -81,6 +87,9 @@ class Daemon {
 
   std::vector<int> Ports() const { return server_->Ports(); }
 
+  // api.token_file of `config`: nullopt when unset (API disabled).
+  static Result<std::optional<std::string>> LoadApiToken(const config::Config& config);
+
  private:
   Daemon(DaemonOptions options, std::shared_ptr<const config::Config> config,
          std::unique_ptr<ServiceNotifier> notifier);
@@ -97,8 +106,6 @@ class Daemon {
   Failure ReloadFailed(std::string_view kept, std::string message);
   http::HttpResponse HandleLanding(const http::HttpRequest& request) const;
   http::HttpResponse HandleReload(const http::HttpRequest& request);
-  // api.token_file of `config`: nullopt when unset (API disabled).
-  static Result<std::optional<std::string>> LoadApiToken(const config::Config& config);
   void Heartbeat();
 
   DaemonOptions options_;

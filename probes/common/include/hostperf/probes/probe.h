@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -225,6 +226,14 @@ struct CliCommand {
   std::string_view reference_tool;
 };
 
+// What the daemon's start-up knows beyond the config, for a module's
+// config_errors.
+struct StartFacts {
+  // The exporter's HTTP ports (its --web.listen-address and the default
+  // 9580): no peer address of a probe should name one.
+  std::vector<std::uint16_t> exporter_ports;
+};
+
 // A probe module: everything central code needs to know about one probe, so
 // that a probe is one folder plus one registration line.
 struct ProbeModule {
@@ -249,6 +258,10 @@ struct ProbeModule {
   // at the host (files, addresses, name resolution) within a few seconds.
   // Null: nothing to say.
   std::vector<std::string> (*config_warnings)(const config::ProbeConfig& section) = nullptr;
+  // The daemon's start-up and `--config.check` (one code path): what in
+  // [probes.<name>] the daemon refuses to start with, enabled or not (its
+  // services run either way), one line each. Null: nothing to refuse.
+  std::vector<std::string> (*config_errors)(const config::ProbeConfig& section, const StartFacts& facts) = nullptr;
 };
 
 // Every probe: the built-in ones (each folder of probes/, by name), then
@@ -286,6 +299,10 @@ std::string KnownProbeNames();
 // The config check's warnings of every enabled probe, "probes.<name>: ..."
 // (see ProbeModule::config_warnings).
 std::vector<std::string> ConfigWarnings(const config::Config& config);
+
+// What the daemon refuses to start with in every probe's section,
+// "probes.<name>: ..." (see ProbeModule::config_errors); empty: none.
+std::vector<std::string> ConfigErrors(const config::Config& config, const StartFacts& facts);
 
 // The headline figures of a probe's result (none for unknown probes).
 std::vector<Figure> HeadlineFigures(std::string_view probe, const nlohmann::json& result);
