@@ -138,8 +138,9 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
     case MessageType::kBusy:
       return "busy with another throughput test";
     case MessageType::kDenied:
-      return "denied the plan: beyond its limits (net.max_connections below the peer count, or the duration "
-             "above its session limit)";
+      return "denied the plan: beyond the limits its own configuration sets (a rate of 0 or above "
+             "probes.net.plan_max_rate, a duration above probes.net.plan_max_duration, more peers than "
+             "probes.net.plan_max_sessions or net.max_connections allow, or a peer outside its peer set)";
     default:
       return "answered the plan with " + std::string(ToString(reply->type));
   }

@@ -57,6 +57,10 @@ struct Connection {
   std::vector<std::uint8_t> binding;        // after the hello: client nonce | responder nonce
   Plan offered_plan;                        // kAwaitPlanPeers: the plan whose peers are arriving
   std::vector<PlanPeer> offered_peers;
+  // kAwaitPlanPeers after a plan refused at once: its peers still to come,
+  // read and dropped (so that the refusal, already sent, is not lost to a
+  // close), then back to kReady.
+  std::uint16_t refused_peers_left = 0;
 };
 
 // A throughput session: the one pair session, or one of a plan's sessions.
@@ -75,6 +79,13 @@ struct Session {
   // RFC 3550 jitter state (ns).
   std::optional<std::int64_t> last_transit;
   double jitter_ns = 0;
+};
+
+// Why a plan is not taken: the reply (kBusy or kDenied) and, for kDenied,
+// the refusal reason (kPlanRefusalReasons).
+struct PlanRefusal {
+  MessageType reply = MessageType::kDenied;
+  std::string_view reason;
 };
 
 struct Listener {
@@ -181,7 +192,9 @@ class ResponderImpl final : public Responder {
   Message StartSession(Connection& conn, const Message& request, Clock::time_point now);
   void EndSession(int fd);
   void AddReceived(const Session& session, bool ended);
-  std::optional<MessageType> RefusePlan(const Plan& plan) const;
+  std::optional<PlanRefusal> RefusePlan(const Plan& plan, std::span<const PlanPeer> peers) const;
+  // Answers a refused plan on `conn` (and counts the refusal).
+  void Refuse(Connection& conn, const Message& message, const PlanRefusal& refusal);
   void StartPlan(Connection& conn, Clock::time_point now);
   void GoPlan(Clock::time_point now);
   void RetireSender();

@@ -224,18 +224,26 @@ bool ResponderImpl::AnswerHello(Connection& conn, const Message& message) {
 bool ResponderImpl::TakePlanOffer(Connection& conn, const Message& message) {
   Count(message.type);
   conn.proven = true;  // signed over this connection's fresh nonce
-  if (const auto refusal = RefusePlan(message.plan)) {
-    if (*refusal == MessageType::kBusy) Drop("busy");
-    Message reply;
-    reply.session = message.session;
-    reply.type = *refusal;
-    Send(conn, reply, conn.binding);
+  if (const auto refusal = RefusePlan(message.plan, {})) {
+    Refuse(conn, message, *refusal);
+    conn.refused_peers_left = message.plan.peer_count;
+    if (conn.refused_peers_left > 0) conn.state = ConnState::kAwaitPlanPeers;
     return true;
   }
+  conn.refused_peers_left = 0;
   conn.offered_plan = message.plan;
   conn.offered_peers.clear();
   conn.state = ConnState::kAwaitPlanPeers;
   return true;
+}
+
+void ResponderImpl::Refuse(Connection& conn, const Message& message, const PlanRefusal& refusal) {
+  if (refusal.reply == MessageType::kBusy) Drop("busy");
+  if (!refusal.reason.empty() && options_.observer) options_.observer->OnPlanRefused(refusal.reason);
+  Message reply;
+  reply.session = message.session;
+  reply.type = refusal.reply;
+  Send(conn, reply, conn.binding);
 }
 
 bool ResponderImpl::TakeSessionStart(Connection& conn, const Message& message, Clock::time_point now) {
@@ -267,6 +275,13 @@ bool ResponderImpl::TakeSessionStart(Connection& conn, const Message& message, C
 }
 
 bool ResponderImpl::TakePlanPeers(Connection& conn, const Message& message, Clock::time_point now) {
+  if (conn.refused_peers_left > 0) {
+    if (message.type != MessageType::kPlanPeers || message.peers.size() > conn.refused_peers_left) return false;
+    Count(message.type);
+    conn.refused_peers_left = static_cast<std::uint16_t>(conn.refused_peers_left - message.peers.size());
+    if (conn.refused_peers_left == 0) conn.state = ConnState::kReady;
+    return true;
+  }
   if (message.type != MessageType::kPlanPeers ||
       conn.offered_peers.size() + message.peers.size() > conn.offered_plan.peer_count) {
     return false;
@@ -274,17 +289,18 @@ bool ResponderImpl::TakePlanPeers(Connection& conn, const Message& message, Cloc
   Count(message.type);
   conn.offered_peers.insert(conn.offered_peers.end(), message.peers.begin(), message.peers.end());
   if (conn.offered_peers.size() < conn.offered_plan.peer_count) return true;
+  if (const auto refusal = RefusePlan(conn.offered_plan, conn.offered_peers)) {  // or another plan came first
+    Refuse(conn, message, *refusal);
+    conn.offered_peers.clear();
+    conn.state = ConnState::kReady;
+    return true;
+  }
+  StartPlan(conn, now);
   Message reply;
   reply.session = message.session;
-  if (const auto refusal = RefusePlan(conn.offered_plan)) {  // another plan came first
-    reply.type = *refusal;
-    conn.state = ConnState::kReady;
-  } else {
-    StartPlan(conn, now);
-    reply.type = MessageType::kAccept;
-    reply.accept.token = plan_.plan.id;
-    conn.state = ConnState::kPlanAccepted;
-  }
+  reply.type = MessageType::kAccept;
+  reply.accept.token = plan_.plan.id;
+  conn.state = ConnState::kPlanAccepted;
   Send(conn, reply, conn.binding);
   return true;
 }
