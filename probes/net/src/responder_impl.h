@@ -159,8 +159,8 @@ class ResponderImpl final : public Responder {
   void Expire(Clock::time_point now);
   void Drop(std::string_view reason);
   void Count(MessageType type);
-  // A message from `source` failed authentication or parsing.
-  void Fail(const std::string& source, std::string_view reason, Clock::time_point now);
+  // A TCP message failed authentication or parsing (its connection is closed).
+  void Fail(std::string_view reason);
 
   // --- responder_udp.cc ---
   void ServeUdp(int fd, std::vector<std::uint8_t>& buffer);
@@ -205,8 +205,14 @@ class ResponderImpl final : public Responder {
   std::vector<Listener> listeners_;
   std::vector<std::uint16_t> ports_;
   std::map<int, Connection> connections_;
-  SourceRateLimiter rate_limiter_;
-  SourceFailures tcp_failures_;
+  // Per source address, each its own bucket (probes.net.rate_limit a
+  // second): authenticated UDP requests (the replies), TCP connections
+  // accepted, and UDP datagrams that failed authentication or parsing. Junk
+  // spends only the junk bucket, so it never costs a source's authenticated
+  // pings their replies; no source is ever blocked.
+  SourceRateLimiter requests_;
+  SourceRateLimiter accepts_;
+  SourceRateLimiter junk_;
   std::map<int, Session> sessions_;                    // by the owning connection
   std::unordered_map<std::uint64_t, int> udp_tokens_;  // UDP session token -> its connection
   std::mt19937_64 rng_;

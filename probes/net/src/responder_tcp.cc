@@ -25,10 +25,6 @@ void ResponderImpl::AcceptAll(int listen_fd, Clock::time_point now) {
     from.length = sizeof(from.storage);
     Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) return;
-    if (tcp_failures_.Blocked(from.Host(), now)) {
-      Drop("source_blocked");
-      continue;
-    }
     // Full: the oldest connection that has not proven itself makes room
     // (a flood of unauthenticated or replayed connections cannot lock
     // peers out), else the new one is closed at once (the connection-limit
@@ -37,7 +33,7 @@ void ResponderImpl::AcceptAll(int listen_fd, Clock::time_point now) {
       Drop("connection_limit");
       continue;
     }
-    if (!rate_limiter_.Allow(from.Host(), now)) {
+    if (!accepts_.Allow(from.Host(), now)) {
       Drop("rate_limited");
       continue;
     }
@@ -160,7 +156,7 @@ bool ResponderImpl::ProcessControl(Connection& conn, Clock::time_point now) {
         conn.state = ConnState::kClosing;
         break;
       }
-      Fail(conn.source, FailureReason(decoded.error), now);
+      Fail(FailureReason(decoded.error));
       return false;
     }
     offset += decoded.consumed;
@@ -200,7 +196,7 @@ bool ResponderImpl::HandleControl(Connection& conn, const Message& message, Cloc
       break;
   }
   if (handled) return true;
-  Fail(conn.source, "malformed", now);  // a message that does not fit the connection's state
+  Fail("malformed");  // a message that does not fit the connection's state
   return false;
 }
 

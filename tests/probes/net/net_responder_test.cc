@@ -609,6 +609,57 @@ TEST_F(NetResponderTest, JunkUdpFromAnAddressIsRateLimitedAndItsGenuinePingsStil
   EXPECT_EQ(tcp.outcome, SessionOutcome::kOk) << tcp.error;
 }
 
+// A flood of junk far above the per-source rate from the observer's own
+// address, at the same time as its genuine pings: the junk spends only the
+// source's junk bucket, so every genuine ping is still answered, and
+// neither UDP nor TCP junk gets the address blocked.
+TEST_F(NetResponderTest, AJunkFloodFromAnAddressNeverCostsItsAuthenticatedPingsTheirReplies) {
+  Start(8, /*rate_limit=*/100);
+  Message ping;
+  ping.type = MessageType::kPing;
+  const auto forged = Encode(ping, Secret(32, 0x66));
+  const auto genuine = Encode(ping, secret_);
+  std::atomic<bool> stop{false};
+  std::atomic<int> junk_sent{0};
+  std::thread flood([&] {
+    Fd fd = NonBlockingSocket(AF_INET, SOCK_DGRAM);
+    ::connect(fd.get(), address_.get(), address_.length);
+    while (!stop) {
+      for (int i = 0; i < 50; ++i) {
+        if (::send(fd.get(), forged.data(), forged.size(), 0) > 0) ++junk_sent;
+      }
+      std::this_thread::sleep_for(2ms);  // about 25000 a second, 250 times the rate
+    }
+  });
+  // TCP junk from the same address too: each connection's bad message is
+  // counted and the connection closed, nothing more.
+  for (int i = 0; i < 40; ++i) {
+    auto fd = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+    ASSERT_TRUE(fd);
+    const std::vector<std::uint8_t> junk = forged;
+    WriteAll(fd->get(), junk.data(), junk.size(), std::chrono::steady_clock::now() + 1s);
+  }
+  std::this_thread::sleep_for(200ms);
+  int answered = 0;
+  for (int i = 0; i < 40; ++i) {
+    if (UdpExchange(genuine)) ++answered;
+    std::this_thread::sleep_for(20ms);
+  }
+  stop = true;
+  flood.join();
+  EXPECT_GT(junk_sent.load(), 10000);
+  EXPECT_EQ(answered, 40) << "genuine pings from the flooded address";
+  EXPECT_GT(observer_.Drops("rate_limited"), 1000) << "the junk beyond its bucket is counted";
+  EXPECT_GE(observer_.Drops("bad_hmac"), 100);
+  EXPECT_EQ(observer_.Drops("source_blocked"), 0);
+  // Its authenticated TCP sessions are served as well.
+  ThroughputOptions options;
+  options.duration = 100ms;
+  options.rate_bytes_per_second = 10 << 20;
+  const auto tcp = RunThroughput(address_, options, secret_, Never);
+  EXPECT_EQ(tcp.outcome, SessionOutcome::kOk) << tcp.error;
+}
+
 TEST_F(NetResponderTest, UnreachablePeerFailsFast) {
   Start();
   const auto port = responder_->Ports().front();
