@@ -575,12 +575,13 @@ TEST_F(NetFaultTest, ACapturedSessionReplayedIsRefusedAndKeepsNobodyBusy) {
     start.type = net::MessageType::kSessionStart;
     start.start.test = net::ThroughputTest::kTcp;
     start.start.duration_ms = 60000;  // what an attacker wants to replay: the longest session
-    const auto start_bytes = net::Encode(start, secret, binding);
+    const std::uint8_t revision = ack->hello.revision;
+    const auto start_bytes = net::Encode(start, secret, net::MessageBinding(binding, revision, false, 0));
     ASSERT_TRUE(net::WriteAll(fd.get(), start_bytes.data(), start_bytes.size(), Clock::now() + 2s));
-    const auto accept = ReadMessage(fd.get(), secret, binding);
+    const auto accept = ReadMessage(fd.get(), secret, net::MessageBinding(binding, revision, true, 0));
     ASSERT_TRUE(accept && accept->type == net::MessageType::kAccept);
     ::shutdown(fd.get(), SHUT_WR);  // the genuine session ends at once
-    const auto results = ReadMessage(fd.get(), secret, binding);
+    const auto results = ReadMessage(fd.get(), secret, net::MessageBinding(binding, revision, true, 1));
     ASSERT_TRUE(results && results->type == net::MessageType::kResults);
     wire.insert(wire.end(), hello_bytes.begin(), hello_bytes.end());
     wire.insert(wire.end(), start_bytes.begin(), start_bytes.end());

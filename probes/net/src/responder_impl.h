@@ -55,6 +55,9 @@ struct Connection {
   ResponderClock::time_point last_message;  // the last whole valid message
   bool proven = false;                      // a message signed over this connection's nonces was received
   std::vector<std::uint8_t> binding;        // after the hello: client nonce | responder nonce
+  std::uint8_t revision = 0;                // negotiated in the hello
+  std::uint64_t sent = 0;                   // messages sent after the hello (revision 3: signed)
+  std::uint64_t received = 0;               // messages received after the hello
   Plan offered_plan;                        // kAwaitPlanPeers: the plan whose peers are arriving
   std::vector<PlanPeer> offered_peers;
   // kAwaitPlanPeers after a plan refused at once: its peers still to come,
@@ -173,6 +176,9 @@ class ResponderImpl final : public Responder {
   void ServeConnection(int fd, short revents, std::vector<std::uint8_t>& buffer, Clock::time_point now);
   void Flush(Connection& conn);
   void Send(Connection& conn, const Message& message, std::span<const std::uint8_t> binding);
+  // A message after the hello: signed over the connection's binding and,
+  // at revision 3, its place in the connection's order.
+  void Send(Connection& conn, const Message& message);
   void OnTcpData(int fd, std::size_t bytes, Clock::time_point now);
   void OnEof(Connection& conn);
   bool ProcessControl(Connection& conn, Clock::time_point now);

@@ -193,7 +193,7 @@ void ResponderImpl::MaybeReport(Clock::time_point now) {
   }
   const auto coordinator = connections_.find(plan_.coordinator_fd);
   if (coordinator != connections_.end()) {
-    Send(coordinator->second, m, coordinator->second.binding);
+    Send(coordinator->second, m);
     coordinator->second.state = ConnState::kReady;  // it may offer the next plan
     coordinator->second.last_message = now;
     Flush(coordinator->second);

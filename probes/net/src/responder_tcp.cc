@@ -119,6 +119,10 @@ void ResponderImpl::Send(Connection& conn, const Message& message, std::span<con
   conn.out.insert(conn.out.end(), bytes.begin(), bytes.end());
 }
 
+void ResponderImpl::Send(Connection& conn, const Message& message) {
+  Send(conn, message, MessageBinding(conn.binding, conn.revision, true, conn.sent++));
+}
+
 void ResponderImpl::OnTcpData(int fd, std::size_t bytes, Clock::time_point now) {
   const auto it = sessions_.find(fd);
   if (it == sessions_.end()) return;
@@ -132,7 +136,7 @@ void ResponderImpl::OnEof(Connection& conn) {
   const auto it = sessions_.find(conn.fd.get());
   if (conn.state == ConnState::kTcpStreaming && it != sessions_.end()) {
     // The client half-closed: the stream was the request, the results the reply.
-    Send(conn, ResultsMessage(it->second), conn.binding);
+    Send(conn, ResultsMessage(it->second));
     EndSession(conn.fd.get());
   }
   conn.state = ConnState::kClosing;
@@ -143,7 +147,8 @@ bool ResponderImpl::ProcessControl(Connection& conn, Clock::time_point now) {
   std::size_t offset = 0;
   while (conn.state != ConnState::kTcpStreaming && conn.state != ConnState::kClosing) {
     const auto data = std::span(conn.in).subspan(offset);
-    const Decoded decoded = Decode(data, options_.secret, conn.binding);
+    const Decoded decoded =
+        Decode(data, options_.secret, MessageBinding(conn.binding, conn.revision, false, conn.received));
     if (!decoded.message) {
       if (decoded.error == DecodeError::kTruncated && conn.in.size() - offset < kMaxBufferedControl) break;
       if (decoded.error == DecodeError::kBadVersion && conn.state == ConnState::kAwaitHello &&
@@ -160,6 +165,7 @@ bool ResponderImpl::ProcessControl(Connection& conn, Clock::time_point now) {
       return false;
     }
     offset += decoded.consumed;
+    if (!conn.binding.empty()) ++conn.received;
     conn.last_message = now;
     if (!HandleControl(conn, *decoded.message, now)) return false;
   }
@@ -213,6 +219,7 @@ bool ResponderImpl::AnswerHello(Connection& conn, const Message& message) {
   if (reply.hello.revision >= 1 && options_.reply_mtu) reply.hello.mtu = options_.reply_mtu(conn.source);
   Send(conn, reply, message.hello.nonce);
   conn.binding = SessionBinding(message.hello.nonce, reply.hello.nonce);
+  conn.revision = reply.hello.revision;
   conn.state = ConnState::kReady;
   return true;
 }
@@ -239,7 +246,7 @@ void ResponderImpl::Refuse(Connection& conn, const Message& message, const PlanR
   Message reply;
   reply.session = message.session;
   reply.type = refusal.reply;
-  Send(conn, reply, conn.binding);
+  Send(conn, reply);
 }
 
 bool ResponderImpl::TakeSessionStart(Connection& conn, const Message& message, Clock::time_point now) {
@@ -266,7 +273,7 @@ bool ResponderImpl::TakeSessionStart(Connection& conn, const Message& message, C
     ++plan_.sessions_started;
     reply = StartSession(conn, message, now);
   }
-  Send(conn, reply, conn.binding);
+  Send(conn, reply);
   return true;
 }
 
@@ -297,7 +304,7 @@ bool ResponderImpl::TakePlanPeers(Connection& conn, const Message& message, Cloc
   reply.type = MessageType::kAccept;
   reply.accept.token = plan_.plan.id;
   conn.state = ConnState::kPlanAccepted;
-  Send(conn, reply, conn.binding);
+  Send(conn, reply);
   return true;
 }
 
@@ -313,7 +320,7 @@ bool ResponderImpl::TakeSessionStop(Connection& conn, const Message& message) {
   if (message.type != MessageType::kSessionStop) return false;
   Count(message.type);
   const auto it = sessions_.find(conn.fd.get());
-  if (it != sessions_.end()) Send(conn, ResultsMessage(it->second), conn.binding);
+  if (it != sessions_.end()) Send(conn, ResultsMessage(it->second));
   EndSession(conn.fd.get());
   conn.state = ConnState::kReady;
   return true;

@@ -179,14 +179,20 @@ class HandControl {
     hello.hello.nonce = RandomNonce();
     Write(Encode(hello, secret_));
     const auto reply = Read(hello.hello.nonce);
-    if (reply && reply->type == MessageType::kHelloAck)
+    if (reply && reply->type == MessageType::kHelloAck) {
       binding_ = SessionBinding(hello.hello.nonce, reply->hello.nonce);
+      revision_ = reply->hello.revision;
+    }
   }
   bool ready() const { return !binding_.empty(); }
   std::size_t sent_bytes() const { return sent_; }
 
-  void Send(const Message& message) { Write(Encode(message, secret_, binding_)); }
-  std::optional<Message> Receive(std::chrono::seconds timeout = 3s) { return Read(binding_, timeout); }
+  void Send(const Message& message) {
+    Write(Encode(message, secret_, MessageBinding(binding_, revision_, false, messages_sent_++)));
+  }
+  std::optional<Message> Receive(std::chrono::seconds timeout = 3s) {
+    return Read(MessageBinding(binding_, revision_, true, messages_received_++), timeout);
+  }
 
   // Offers `plan` with `peers`; the answer's type (nullopt: none).
   std::optional<MessageType> Offer(const Plan& plan, const std::vector<PlanPeer>& peers) {
@@ -231,6 +237,9 @@ class HandControl {
   Secret secret_;
   Fd fd_;
   std::vector<std::uint8_t> binding_;
+  std::uint8_t revision_ = 0;
+  std::uint64_t messages_sent_ = 0;
+  std::uint64_t messages_received_ = 0;
   std::vector<std::uint8_t> in_;
   std::size_t sent_ = 0;
 };
