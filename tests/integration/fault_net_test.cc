@@ -575,12 +575,13 @@ TEST_F(NetFaultTest, ACapturedSessionReplayedIsRefusedAndKeepsNobodyBusy) {
     start.type = net::MessageType::kSessionStart;
     start.start.test = net::ThroughputTest::kTcp;
     start.start.duration_ms = 60000;  // what an attacker wants to replay: the longest session
-    const auto start_bytes = net::Encode(start, secret, binding);
+    const std::uint8_t revision = ack->hello.revision;
+    const auto start_bytes = net::Encode(start, secret, net::MessageBinding(binding, revision, false, 0));
     ASSERT_TRUE(net::WriteAll(fd.get(), start_bytes.data(), start_bytes.size(), Clock::now() + 2s));
-    const auto accept = ReadMessage(fd.get(), secret, binding);
+    const auto accept = ReadMessage(fd.get(), secret, net::MessageBinding(binding, revision, true, 0));
     ASSERT_TRUE(accept && accept->type == net::MessageType::kAccept);
     ::shutdown(fd.get(), SHUT_WR);  // the genuine session ends at once
-    const auto results = ReadMessage(fd.get(), secret, binding);
+    const auto results = ReadMessage(fd.get(), secret, net::MessageBinding(binding, revision, true, 1));
     ASSERT_TRUE(results && results->type == net::MessageType::kResults);
     wire.insert(wire.end(), hello_bytes.begin(), hello_bytes.end());
     wire.insert(wire.end(), start_bytes.begin(), start_bytes.end());
@@ -744,8 +745,8 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
                              Dropped(start, "source_blocked");
   // (The kernel may drop some before the responder reads them.)
   EXPECT_GT(udp_dropped, 0.25 * static_cast<double>(flood.sent)) << "sent " << flood.sent;
-  // Limited per source by rate before any HMAC work (over UDP a failing
-  // source is not blocked: its address may be a genuine observer's).
+  // Junk beyond each source's junk bucket is counted as rate-limited (no
+  // source is blocked: its address may be a genuine observer's).
   EXPECT_GT(Dropped(m, "rate_limited"), Dropped(start, "rate_limited"));
   EXPECT_GT(Dropped(m, "bad_hmac"), Dropped(start, "bad_hmac"));
   // A genuine peer is still answered at once.
@@ -776,8 +777,7 @@ TEST_F(NetFaultTest, UdpAndTcpFloodsAtTheResponderAreDroppedWhileProbingGoesOn) 
   Footprint during_tcp;
   ExpectHealthyProbedEveryCycle(target, Loopback(ports[1]), 2, 1.0, [&] { during_tcp = Footprint::Of(target.pid()); });
   m = target.Metrics();
-  // Beyond the 64 slots: refused at the limit, or at accept once the junk
-  // source is blocked.
+  // Beyond the 64 slots: refused at the limit (source_blocked stays 0).
   EXPECT_GT(Dropped(m, "connection_limit") + Dropped(m, "source_blocked") - Dropped(start, "connection_limit") -
                 Dropped(start, "source_blocked"),
             0);

@@ -42,6 +42,10 @@ class NetMeshTest : public ::testing::Test {
     if (!mesh_->ok()) GTEST_SKIP() << "cannot set up network namespaces on a bridge here: " << mesh_->error();
     dir_.Write("secret", kSecret);
     port_ = FreeLoopbackPort();
+    // Each daemon lists the four hosts: a plan may only name members of the
+    // responder's own peer list.
+    std::string peers;
+    for (int i = 0; i < kHosts; ++i) peers += std::string(i ? ", " : "") + "\"" + Host(i) + "\"";
     for (int i = 0; i < kHosts; ++i) {
       const std::string name = "host" + std::to_string(i);
       const std::string config = dir_.Write(
@@ -49,7 +53,7 @@ class NetMeshTest : public ::testing::Test {
                               "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
                               "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\nbind_address = \"" +
                               mesh_->Address(i) + "\"\nports = [" + std::to_string(port_) + "]\nsecret_file = \"" +
-                              dir_.path() + "/secret\"\n");
+                              dir_.path() + "/secret\"\npeers = [" + peers + "]\n");
       daemons_.push_back(std::make_unique<FaultDaemon>(
           config, std::vector<std::string>{Find("ip"), "netns", "exec", mesh_->Namespace(i)}));
       ASSERT_NE(daemons_.back()->Port(), 0) << daemons_.back()->process().Stderr();

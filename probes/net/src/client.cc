@@ -109,8 +109,13 @@ Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clo
     return Failure{"protocol_error", VersionMismatch(peer, ack->hello.version)};
   std::optional<std::uint32_t> mtu;
   if (ack->hello.revision >= 1 && ack->hello.mtu > 0) mtu = ack->hello.mtu;
-  return Control{std::move(fd), ack->hello.max_connections, ack->hello.revision, mtu,
-                 SessionBinding(hello.hello.nonce, ack->hello.nonce)};
+  Control control;
+  control.fd = std::move(fd);
+  control.peer_max_connections = ack->hello.max_connections;
+  control.peer_revision = ack->hello.revision;
+  control.peer_mtu = mtu;
+  control.binding = SessionBinding(hello.hello.nonce, ack->hello.nonce);
+  return control;
 }
 
 namespace {
@@ -351,7 +356,6 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   }
   result.peer_mtu = control->peer_mtu;
   const Fd fd = std::move(control->fd);
-  const std::vector<std::uint8_t> binding = std::move(control->binding);
   const auto control_deadline = [&] { return Clock::now() + options.connect_timeout; };
   Message start;
   start.type = options.plan_id != 0 ? MessageType::kPlanSessionStart : MessageType::kSessionStart;
@@ -361,12 +365,12 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   start.start.duration_ms = static_cast<std::uint32_t>(
       std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
   start.start.rate_bytes_per_second = options.rate_bytes_per_second;
-  if (!SendMessage(fd.get(), start, secret, control_deadline(), binding)) {
+  if (!SendMessage(fd.get(), start, secret, control_deadline(), control->NextSent())) {
     result.outcome = SessionOutcome::kProtocolError;
     result.error = "session start: send failed";
     return result;
   }
-  const auto reply = ReceiveMessage(fd.get(), secret, control_deadline(), binding);
+  const auto reply = ReceiveMessage(fd.get(), secret, control_deadline(), control->NextReceived());
   if (!reply) {
     result.outcome = SessionOutcome::kProtocolError;
     result.error = "no reply to session start";
@@ -392,7 +396,7 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
     Message stop;
     stop.type = MessageType::kSessionStop;
     stop.session = start.session;
-    SendMessage(fd.get(), stop, secret, control_deadline(), binding);
+    SendMessage(fd.get(), stop, secret, control_deadline(), control->NextSent());
   }
   // The results come once the responder has seen the end; a stop request
   // is honoured while waiting (a cancelled all-hosts plan, Ctrl-C).
@@ -403,7 +407,7 @@ ThroughputResult RunThroughput(const SocketAddress& peer, const ThroughputOption
   }
   const auto results = should_stop() && !WaitFd(fd.get(), POLLIN, Clock::now())
                            ? std::nullopt
-                           : ReceiveMessage(fd.get(), secret, results_deadline, binding);
+                           : ReceiveMessage(fd.get(), secret, results_deadline, control->NextReceived());
   if (!results || results->type != MessageType::kResults) {
     result.outcome = SessionOutcome::kProtocolError;
     if (result.error.empty()) result.error = "no results from the peer";

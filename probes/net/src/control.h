@@ -33,6 +33,11 @@ struct Control {
   std::uint8_t peer_revision = 0;
   std::optional<std::uint32_t> peer_mtu;  // revision >= 1 and known
   std::vector<std::uint8_t> binding;      // both nonces: signs every later message
+  std::uint64_t sent = 0;                 // messages sent after the hello
+  std::uint64_t received = 0;             // messages received after the hello
+  // What the next message sent (received) is signed over (protocol.h, revision 3).
+  std::vector<std::uint8_t> NextSent() { return MessageBinding(binding, peer_revision, false, sent++); }
+  std::vector<std::uint8_t> NextReceived() { return MessageBinding(binding, peer_revision, true, received++); }
 };
 
 // Connects and says hello ("protocol_error" when the peer does not answer it).

@@ -55,6 +55,10 @@ void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   schema.Uint("udp_datagram_size", &net.udp_datagram_size, 64, 65000);
   schema.Uint("max_connections", &net.max_connections, 1, 100000);
   schema.Uint("rate_limit", &net.rate_limit, 1, 10000000);
+  schema.Size("plan_max_rate", &net.plan_max_rate);
+  schema.Bool("plan_unlimited_rate", &net.plan_unlimited_rate);
+  schema.Duration("plan_max_duration", &net.plan_max_duration, config::kPositive);
+  schema.Uint("plan_max_sessions", &net.plan_max_sessions, 1, 65535);
   // clang-format on
 }
 

@@ -1,5 +1,7 @@
 #include "net_metrics.h"
 
+#include "hostperf/probes/net/responder.h"
+
 namespace hostperf::probes::net {
 
 namespace {
@@ -79,7 +81,16 @@ ResponderMetrics::ResponderMetrics(prometheus::Registry& registry)
                      "Packets and connections the peer responder dropped, by reason.", registry)),
       up(Family(prometheus::BuildGauge(), "hostperf_net_responder_up", "1 while the peer responder serves, else 0.",
                 registry)
-             .Add({})) {
+             .Add({})),
+      plans_refused(Family(prometheus::BuildCounter(), "hostperf_net_responder_plans_refused_total",
+                           "Plans (throughput among all hosts) the peer responder refused against its own limits, "
+                           "by reason.",
+                           registry)),
+      plan_sent_bytes(Family(prometheus::BuildCounter(), "hostperf_net_responder_plan_sent_bytes_total",
+                             "Bytes the peer responder sent for plans (throughput among all hosts) it took part in.",
+                             registry)
+                          .Add({})) {
+  for (const char* reason : kPlanRefusalReasons) plans_refused.Add({{"reason", reason}});
   for (const char* reason :
        {"bad_hmac", "bad_version", "malformed", "rate_limited", "source_blocked", "busy", "connection_limit"}) {
     dropped.Add({{"reason", reason}});

@@ -47,6 +47,8 @@ struct ResponderMetrics {
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Counter>& dropped;
   prometheus::Gauge& up;
+  prometheus::Family<prometheus::Counter>& plans_refused;
+  prometheus::Counter& plan_sent_bytes;
 };
 
 // The interfaces toward the probed peers: what they are and what their

@@ -179,6 +179,11 @@ int main(int argc, char** argv) {
   hostperf::probes::net::ResponderOptions options;
   options.bind_address = "0.0.0.0";
   options.ports = {14159};
+  // Plans come only from the CLI that started this peer (it alone holds the
+  // one-time secret): their caps are that CLI's own bounds (--duration at
+  // most 60 s, --datarate at most 100000 MB/s), not a daemon's defaults.
+  options.plan_max_duration_ms = 60000;
+  options.plan_max_rate = 100000ull << 20;
   std::string remove_dir;
   if (const auto exit_code = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), options, remove_dir)) {
     return *exit_code;

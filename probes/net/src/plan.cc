@@ -121,16 +121,16 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
   message.type = MessageType::kPlan;
   message.session = RandomSessionId();
   message.plan = plan;
-  if (!SendMessage(fd, message, secret, deadline, member.control.binding)) return "plan: send failed";
+  if (!SendMessage(fd, message, secret, deadline, member.control.NextSent())) return "plan: send failed";
   for (std::size_t first = 0; first < peers.size(); first += kPlanPeersPerMessage) {
     Message batch;
     batch.type = MessageType::kPlanPeers;
     batch.session = message.session;
     const auto part = peers.subspan(first, std::min(kPlanPeersPerMessage, peers.size() - first));
     batch.peers.assign(part.begin(), part.end());
-    if (!SendMessage(fd, batch, secret, deadline, member.control.binding)) return "plan: send failed";
+    if (!SendMessage(fd, batch, secret, deadline, member.control.NextSent())) return "plan: send failed";
   }
-  const auto reply = ReceiveMessage(fd, secret, deadline, member.control.binding);
+  const auto reply = ReceiveMessage(fd, secret, deadline, member.control.NextReceived());
   if (!reply) return "no answer to the plan (the host closed the connection or is overloaded)";
   switch (reply->type) {
     case MessageType::kAccept:
@@ -138,8 +138,9 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
     case MessageType::kBusy:
       return "busy with another throughput test";
     case MessageType::kDenied:
-      return "denied the plan: beyond its limits (net.max_connections below the peer count, or the duration "
-             "above its session limit)";
+      return "denied the plan: beyond the limits its own configuration sets (a rate of 0 or above "
+             "probes.net.plan_max_rate, a duration above probes.net.plan_max_duration, more peers than "
+             "probes.net.plan_max_sessions or net.max_connections allow, or a peer outside its peer set)";
     default:
       return "answered the plan with " + std::string(ToString(reply->type));
   }
@@ -280,7 +281,7 @@ class AllToAllRun {
       go.type = MessageType::kPlanGo;
       go.session = RandomSessionId();
       if (!SendMessage(member.control.fd.get(), go, secret_, Clock::now() + options_.connect_timeout,
-                       member.control.binding)) {
+                       member.control.NextSent())) {
         Finish(member, "lost the connection before the test started");
         continue;
       }
@@ -328,7 +329,8 @@ class AllToAllRun {
   // The host's control connection is readable: its report, or why not.
   void ReadReport(Member& member) {
     const int fd = member.control.fd.get();
-    const auto message = ReceiveMessage(fd, secret_, Clock::now() + options_.connect_timeout, member.control.binding);
+    const auto message =
+        ReceiveMessage(fd, secret_, Clock::now() + options_.connect_timeout, member.control.NextReceived());
     if (message && message->type == MessageType::kPlanReport) {
       member.result.report = message->report;
       Finish(member, "");

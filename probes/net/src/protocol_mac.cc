@@ -92,6 +92,20 @@ std::vector<std::uint8_t> SessionBinding(const Nonce& client, const Nonce& respo
   return binding;
 }
 
+std::vector<std::uint8_t> OrderedBinding(std::span<const std::uint8_t> binding, bool from_responder,
+                                         std::uint64_t index) {
+  std::vector<std::uint8_t> ordered(binding.begin(), binding.end());
+  ordered.push_back(from_responder ? 1 : 0);
+  for (int shift = 56; shift >= 0; shift -= 8) ordered.push_back(static_cast<std::uint8_t>(index >> shift));
+  return ordered;
+}
+
+std::vector<std::uint8_t> MessageBinding(std::span<const std::uint8_t> binding, std::uint8_t revision,
+                                         bool from_responder, std::uint64_t index) {
+  if (revision < kOrderedRevision || binding.empty()) return {binding.begin(), binding.end()};
+  return OrderedBinding(binding, from_responder, index);
+}
+
 Nonce RandomNonce() {
   Nonce nonce{};
   if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {

@@ -39,7 +39,9 @@ constexpr const char* kUdpPortInUse = "udp_port_in_use";
 
 ResponderImpl::ResponderImpl(ResponderOptions options)
     : options_(std::move(options)),
-      rate_limiter_(options_.packets_per_second_per_source),
+      requests_(options_.packets_per_second_per_source),
+      accepts_(options_.packets_per_second_per_source),
+      junk_(options_.packets_per_second_per_source),
       rng_(std::random_device{}()) {}
 
 ResponderImpl::~ResponderImpl() {
@@ -130,12 +132,11 @@ void ResponderImpl::Count(MessageType type) {
   if (options_.observer) options_.observer->OnRequest(ToString(type));
 }
 
-void ResponderImpl::Fail(const std::string& source, std::string_view reason, Clock::time_point now) {
+void ResponderImpl::Fail(std::string_view reason) {
+  // Counted, never held against the source address: it may be shared with a
+  // genuine peer (a NAT, a local user). Accepts per source are rate-limited,
+  // and a failing connection is closed after its one message.
   Drop(reason);
-  // A peer of another protocol version (a rolling upgrade) is told so, not
-  // blocked: it is no attacker, and it will be upgraded shortly.
-  if (reason == "bad_version") return;
-  tcp_failures_.Record(source, now);
 }
 
 void ResponderImpl::Loop() {

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "hostperf/probes/net/module.h"
@@ -17,7 +19,25 @@ ResponderHost::~ResponderHost() = default;
 
 void ResponderHost::Apply(const NetProbeConfig& net) {
   std::lock_guard services_lock(services_mutex_);
-  Settings wanted{net.bind_address, net.ports, net.secret_file, {}, net.max_connections, net.rate_limit};
+  const auto duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(net.plan_max_duration).count();
+  Settings wanted{
+      net.bind_address,
+      net.ports,
+      net.secret_file,
+      {},
+      net.max_connections,
+      net.rate_limit,
+      net.plan_max_rate,
+      net.plan_unlimited_rate,
+      static_cast<std::uint32_t>(std::clamp<std::int64_t>(duration_ms, 1, std::numeric_limits<std::uint32_t>::max())),
+      net.plan_max_sessions};
+  {
+    // The peer set plans are checked against, from the configuration
+    // (the scheduled runs refresh it as the peers file changes).
+    PeerList list;
+    std::vector<std::string> errors;
+    SetPlanPeers(list.Read(net, DefaultPort(net), &errors));
+  }
   if (!net.secret_file.empty()) {
     auto secret = ReadSecretFile(net.secret_file);
     if (!secret) {
@@ -40,6 +60,11 @@ ResponderOptions ResponderHost::OptionsFor(const NetProbeConfig& net, const Sett
   options.ports = net.ports;
   options.max_connections = net.max_connections;
   options.packets_per_second_per_source = net.rate_limit;
+  options.plan_max_rate = wanted.plan_max_rate;
+  options.plan_unlimited_rate = wanted.plan_unlimited_rate;
+  options.plan_max_duration_ms = wanted.plan_max_duration_ms;
+  options.plan_max_sessions = wanted.plan_max_sessions;
+  options.plan_peer_allowed = [peers = plan_peers_](const SocketAddress& peer) { return peers->Contains(peer); };
   options.observer = this;
   // The MTU of the interface our replies to a client leave by, for its hello.
   options.reply_mtu = [route = route_, roots = roots_](const std::string& client) -> std::uint32_t {
@@ -100,6 +125,31 @@ void ResponderHost::OnRequest(std::string_view type) {
 
 void ResponderHost::OnDrop(std::string_view reason) {
   metrics_.dropped.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void ResponderHost::OnPlanRefused(std::string_view reason) {
+  metrics_.plans_refused.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void ResponderHost::OnPlanBytes(std::uint64_t bytes) { metrics_.plan_sent_bytes.Increment(static_cast<double>(bytes)); }
+
+bool ResponderHost::PlanPeers::Contains(const SocketAddress& address) {
+  std::lock_guard lock(mutex);
+  return addresses.contains(address.ToString());
+}
+
+void ResponderHost::SetPlanPeers(const std::vector<PeerSpec>& members) {
+  {
+    std::lock_guard lock(plan_peers_->mutex);
+    if (plan_peers_->members == members && !members.empty()) return;
+  }
+  std::set<std::string> addresses;  // resolved outside the lock: the responder keeps serving
+  for (const ResolvedPeer& peer : Resolve(members)) {
+    if (peer.address) addresses.insert(peer.address->ToString());
+  }
+  std::lock_guard lock(plan_peers_->mutex);
+  plan_peers_->members = members;
+  plan_peers_->addresses = std::move(addresses);
 }
 
 void ResponderHost::SetError(std::string error) {

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hostperf/base/result.h"
 #include "hostperf/probes/net/interfaces.h"
+#include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
 #include "net_metrics.h"
@@ -42,6 +44,9 @@ class ResponderHost final : private ResponderObserver {
   std::uint16_t DefaultPort(const NetProbeConfig& net);
   // The ports the responder bound; empty while it is not running.
   std::vector<std::uint16_t> Ports();
+  // The peer list's members, whose addresses are the only peers a plan may
+  // make this host send to (names resolved here, when the list changed).
+  void SetPlanPeers(const std::vector<PeerSpec>& members);
 
  private:
   // What the responder was started with; a change to any of it restarts it.
@@ -52,11 +57,26 @@ class ResponderHost final : private ResponderObserver {
     Secret secret;  // the file's content (empty: a generated loopback secret)
     std::uint32_t max_connections = 0;
     std::uint32_t rate_limit = 0;
+    std::uint64_t plan_max_rate = 0;
+    bool plan_unlimited_rate = false;
+    std::uint32_t plan_max_duration_ms = 0;
+    std::uint32_t plan_max_sessions = 0;
     bool operator==(const Settings&) const = default;
   };
 
   void OnRequest(std::string_view type) override;
   void OnDrop(std::string_view reason) override;
+  void OnPlanRefused(std::string_view reason) override;
+  void OnPlanBytes(std::uint64_t bytes) override;
+
+  // The plan peers' addresses (SocketAddress::ToString), read on the
+  // responder's thread, written by SetPlanPeers.
+  struct PlanPeers {
+    std::mutex mutex;
+    std::vector<PeerSpec> members;  // what `addresses` were resolved from
+    std::set<std::string> addresses;
+    bool Contains(const SocketAddress& address);
+  };
   // The options to start a responder with `wanted`.
   ResponderOptions OptionsFor(const NetProbeConfig& net, const Settings& wanted);
   // Stops the running responder (it may hold the ports) and starts one with
@@ -73,6 +93,7 @@ class ResponderHost final : private ResponderObserver {
   std::string error_;          // why the last start failed; empty once running
   Secret secret_;
   std::vector<std::uint16_t> ports_;
+  std::shared_ptr<PlanPeers> plan_peers_ = std::make_shared<PlanPeers>();
   std::unique_ptr<Responder> responder_;  // last: stopped first
 };
 

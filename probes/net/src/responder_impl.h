@@ -55,8 +55,15 @@ struct Connection {
   ResponderClock::time_point last_message;  // the last whole valid message
   bool proven = false;                      // a message signed over this connection's nonces was received
   std::vector<std::uint8_t> binding;        // after the hello: client nonce | responder nonce
+  std::uint8_t revision = 0;                // negotiated in the hello
+  std::uint64_t sent = 0;                   // messages sent after the hello (revision 3: signed)
+  std::uint64_t received = 0;               // messages received after the hello
   Plan offered_plan;                        // kAwaitPlanPeers: the plan whose peers are arriving
   std::vector<PlanPeer> offered_peers;
+  // kAwaitPlanPeers after a plan refused at once: its peers still to come,
+  // read and dropped (so that the refusal, already sent, is not lost to a
+  // close), then back to kReady.
+  std::uint16_t refused_peers_left = 0;
 };
 
 // A throughput session: the one pair session, or one of a plan's sessions.
@@ -75,6 +82,13 @@ struct Session {
   // RFC 3550 jitter state (ns).
   std::optional<std::int64_t> last_transit;
   double jitter_ns = 0;
+};
+
+// Why a plan is not taken: the reply (kBusy or kDenied) and, for kDenied,
+// the refusal reason (kPlanRefusalReasons).
+struct PlanRefusal {
+  MessageType reply = MessageType::kDenied;
+  std::string_view reason;
 };
 
 struct Listener {
@@ -148,8 +162,8 @@ class ResponderImpl final : public Responder {
   void Expire(Clock::time_point now);
   void Drop(std::string_view reason);
   void Count(MessageType type);
-  // A message from `source` failed authentication or parsing.
-  void Fail(const std::string& source, std::string_view reason, Clock::time_point now);
+  // A TCP message failed authentication or parsing (its connection is closed).
+  void Fail(std::string_view reason);
 
   // --- responder_udp.cc ---
   void ServeUdp(int fd, std::span<std::uint8_t> buffer);
@@ -162,6 +176,9 @@ class ResponderImpl final : public Responder {
   void ServeConnection(int fd, short revents, std::span<std::uint8_t> buffer, Clock::time_point now);
   void Flush(Connection& conn);
   void Send(Connection& conn, const Message& message, std::span<const std::uint8_t> binding);
+  // A message after the hello: signed over the connection's binding and,
+  // at revision 3, its place in the connection's order.
+  void Send(Connection& conn, const Message& message);
   void OnTcpData(int fd, std::size_t bytes, Clock::time_point now);
   void OnEof(Connection& conn);
   bool ProcessControl(Connection& conn, Clock::time_point now);
@@ -181,7 +198,9 @@ class ResponderImpl final : public Responder {
   Message StartSession(Connection& conn, const Message& request, Clock::time_point now);
   void EndSession(int fd);
   void AddReceived(const Session& session, bool ended);
-  std::optional<MessageType> RefusePlan(const Plan& plan) const;
+  std::optional<PlanRefusal> RefusePlan(const Plan& plan, std::span<const PlanPeer> peers) const;
+  // Answers a refused plan on `conn` (and counts the refusal).
+  void Refuse(Connection& conn, const Message& message, const PlanRefusal& refusal);
   void StartPlan(Connection& conn, Clock::time_point now);
   void GoPlan(Clock::time_point now);
   void RetireSender();
@@ -192,8 +211,14 @@ class ResponderImpl final : public Responder {
   std::vector<Listener> listeners_;
   std::vector<std::uint16_t> ports_;
   std::map<int, Connection> connections_;
-  SourceRateLimiter rate_limiter_;
-  SourceFailures tcp_failures_;
+  // Per source address, each its own bucket (probes.net.rate_limit a
+  // second): authenticated UDP requests (the replies), TCP connections
+  // accepted, and UDP datagrams that failed authentication or parsing. Junk
+  // spends only the junk bucket, so it never costs a source's authenticated
+  // pings their replies; no source is ever blocked.
+  SourceRateLimiter requests_;
+  SourceRateLimiter accepts_;
+  SourceRateLimiter junk_;
   std::map<int, Session> sessions_;                    // by the owning connection
   std::unordered_map<std::uint64_t, int> udp_tokens_;  // UDP session token -> its connection
   std::mt19937_64 rng_;

@@ -95,15 +95,31 @@ void ResponderImpl::AddReceived(const Session& session, bool ended) {
   }
 }
 
-// A plan offered on `conn` (kPlan): why it cannot be taken, as the reply
-// type, or nullopt.
-std::optional<MessageType> ResponderImpl::RefusePlan(const Plan& plan) const {
-  if (plan_.active || PairSessionActive()) return MessageType::kBusy;
-  // Every peer holds a connection here, the coordinator one more.
-  if (plan.id == 0 || plan.peer_count == 0 || plan.peer_count >= options_.max_connections || plan.duration_ms == 0 ||
-      plan.duration_ms > options_.max_session_ms) {
-    return MessageType::kDenied;
+// A plan offered on `conn` (kPlan): why it cannot be taken, or nullopt.
+// Its own limits are checked first (a plan beyond them is refused whether
+// or not this host is busy), its peers once they all arrived.
+std::optional<PlanRefusal> ResponderImpl::RefusePlan(const Plan& plan, std::span<const PlanPeer> peers) const {
+  if (plan.id == 0) return PlanRefusal{MessageType::kDenied, "sessions"};
+  if (plan.rate_bytes_per_second == 0
+          ? !options_.plan_unlimited_rate
+          : !options_.plan_unlimited_rate && plan.rate_bytes_per_second > options_.plan_max_rate) {
+    return PlanRefusal{MessageType::kDenied, "rate"};
   }
+  if (plan.duration_ms == 0 || plan.duration_ms > options_.plan_max_duration_ms ||
+      plan.duration_ms > options_.max_session_ms) {
+    return PlanRefusal{MessageType::kDenied, "duration"};
+  }
+  // Every peer holds a connection here, the coordinator one more.
+  if (plan.peer_count == 0 || plan.peer_count > options_.plan_max_sessions ||
+      plan.peer_count >= options_.max_connections) {
+    return PlanRefusal{MessageType::kDenied, "sessions"};
+  }
+  if (options_.plan_peer_allowed) {
+    for (const PlanPeer& peer : peers) {
+      if (!options_.plan_peer_allowed(FromPlanPeer(peer))) return PlanRefusal{MessageType::kDenied, "peer"};
+    }
+  }
+  if (plan_.active || PairSessionActive()) return PlanRefusal{MessageType::kBusy, ""};
   return std::nullopt;
 }
 
@@ -167,6 +183,7 @@ void ResponderImpl::MaybeReport(Clock::time_point now) {
     m.report.sent_ns = own.sent_ns;
     m.report.sessions_ok = own.sessions_ok;
     m.report.sessions_failed = own.sessions_failed;
+    if (options_.observer) options_.observer->OnPlanBytes(own.bytes_sent);
   } else {
     m.report.sessions_failed = static_cast<std::uint16_t>(sessions);  // still sending at the deadline
   }
@@ -176,7 +193,7 @@ void ResponderImpl::MaybeReport(Clock::time_point now) {
   }
   const auto coordinator = connections_.find(plan_.coordinator_fd);
   if (coordinator != connections_.end()) {
-    Send(coordinator->second, m, coordinator->second.binding);
+    Send(coordinator->second, m);
     coordinator->second.state = ConnState::kReady;  // it may offer the next plan
     coordinator->second.last_message = now;
     Flush(coordinator->second);

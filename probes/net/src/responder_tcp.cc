@@ -25,10 +25,6 @@ void ResponderImpl::AcceptAll(int listen_fd, Clock::time_point now) {
     from.length = sizeof(from.storage);
     Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.storage), &from.length, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) return;
-    if (tcp_failures_.Blocked(from.Host(), now)) {
-      Drop("source_blocked");
-      continue;
-    }
     // Full: the oldest connection that has not proven itself makes room
     // (a flood of unauthenticated or replayed connections cannot lock
     // peers out), else the new one is closed at once (the connection-limit
@@ -37,7 +33,7 @@ void ResponderImpl::AcceptAll(int listen_fd, Clock::time_point now) {
       Drop("connection_limit");
       continue;
     }
-    if (!rate_limiter_.Allow(from.Host(), now)) {
+    if (!accepts_.Allow(from.Host(), now)) {
       Drop("rate_limited");
       continue;
     }
@@ -123,6 +119,10 @@ void ResponderImpl::Send(Connection& conn, const Message& message, std::span<con
   conn.out.insert(conn.out.end(), bytes.begin(), bytes.end());
 }
 
+void ResponderImpl::Send(Connection& conn, const Message& message) {
+  Send(conn, message, MessageBinding(conn.binding, conn.revision, true, conn.sent++));
+}
+
 void ResponderImpl::OnTcpData(int fd, std::size_t bytes, Clock::time_point now) {
   const auto it = sessions_.find(fd);
   if (it == sessions_.end()) return;
@@ -136,7 +136,7 @@ void ResponderImpl::OnEof(Connection& conn) {
   const auto it = sessions_.find(conn.fd.get());
   if (conn.state == ConnState::kTcpStreaming && it != sessions_.end()) {
     // The client half-closed: the stream was the request, the results the reply.
-    Send(conn, ResultsMessage(it->second), conn.binding);
+    Send(conn, ResultsMessage(it->second));
     EndSession(conn.fd.get());
   }
   conn.state = ConnState::kClosing;
@@ -147,7 +147,8 @@ bool ResponderImpl::ProcessControl(Connection& conn, Clock::time_point now) {
   std::size_t offset = 0;
   while (conn.state != ConnState::kTcpStreaming && conn.state != ConnState::kClosing) {
     const auto data = std::span(conn.in).subspan(offset);
-    const Decoded decoded = Decode(data, options_.secret, conn.binding);
+    const Decoded decoded =
+        Decode(data, options_.secret, MessageBinding(conn.binding, conn.revision, false, conn.received));
     if (!decoded.message) {
       if (decoded.error == DecodeError::kTruncated && conn.in.size() - offset < kMaxBufferedControl) break;
       if (decoded.error == DecodeError::kBadVersion && conn.state == ConnState::kAwaitHello &&
@@ -160,10 +161,11 @@ bool ResponderImpl::ProcessControl(Connection& conn, Clock::time_point now) {
         conn.state = ConnState::kClosing;
         break;
       }
-      Fail(conn.source, FailureReason(decoded.error), now);
+      Fail(FailureReason(decoded.error));
       return false;
     }
     offset += decoded.consumed;
+    if (!conn.binding.empty()) ++conn.received;
     conn.last_message = now;
     if (!HandleControl(conn, *decoded.message, now)) return false;
   }
@@ -200,7 +202,7 @@ bool ResponderImpl::HandleControl(Connection& conn, const Message& message, Cloc
       break;
   }
   if (handled) return true;
-  Fail(conn.source, "malformed", now);  // a message that does not fit the connection's state
+  Fail("malformed");  // a message that does not fit the connection's state
   return false;
 }
 
@@ -217,6 +219,7 @@ bool ResponderImpl::AnswerHello(Connection& conn, const Message& message) {
   if (reply.hello.revision >= 1 && options_.reply_mtu) reply.hello.mtu = options_.reply_mtu(conn.source);
   Send(conn, reply, message.hello.nonce);
   conn.binding = SessionBinding(message.hello.nonce, reply.hello.nonce);
+  conn.revision = reply.hello.revision;
   conn.state = ConnState::kReady;
   return true;
 }
@@ -224,18 +227,26 @@ bool ResponderImpl::AnswerHello(Connection& conn, const Message& message) {
 bool ResponderImpl::TakePlanOffer(Connection& conn, const Message& message) {
   Count(message.type);
   conn.proven = true;  // signed over this connection's fresh nonce
-  if (const auto refusal = RefusePlan(message.plan)) {
-    if (*refusal == MessageType::kBusy) Drop("busy");
-    Message reply;
-    reply.session = message.session;
-    reply.type = *refusal;
-    Send(conn, reply, conn.binding);
+  if (const auto refusal = RefusePlan(message.plan, {})) {
+    Refuse(conn, message, *refusal);
+    conn.refused_peers_left = message.plan.peer_count;
+    if (conn.refused_peers_left > 0) conn.state = ConnState::kAwaitPlanPeers;
     return true;
   }
+  conn.refused_peers_left = 0;
   conn.offered_plan = message.plan;
   conn.offered_peers.clear();
   conn.state = ConnState::kAwaitPlanPeers;
   return true;
+}
+
+void ResponderImpl::Refuse(Connection& conn, const Message& message, const PlanRefusal& refusal) {
+  if (refusal.reply == MessageType::kBusy) Drop("busy");
+  if (!refusal.reason.empty() && options_.observer) options_.observer->OnPlanRefused(refusal.reason);
+  Message reply;
+  reply.session = message.session;
+  reply.type = refusal.reply;
+  Send(conn, reply);
 }
 
 bool ResponderImpl::TakeSessionStart(Connection& conn, const Message& message, Clock::time_point now) {
@@ -262,11 +273,18 @@ bool ResponderImpl::TakeSessionStart(Connection& conn, const Message& message, C
     ++plan_.sessions_started;
     reply = StartSession(conn, message, now);
   }
-  Send(conn, reply, conn.binding);
+  Send(conn, reply);
   return true;
 }
 
 bool ResponderImpl::TakePlanPeers(Connection& conn, const Message& message, Clock::time_point now) {
+  if (conn.refused_peers_left > 0) {
+    if (message.type != MessageType::kPlanPeers || message.peers.size() > conn.refused_peers_left) return false;
+    Count(message.type);
+    conn.refused_peers_left = static_cast<std::uint16_t>(conn.refused_peers_left - message.peers.size());
+    if (conn.refused_peers_left == 0) conn.state = ConnState::kReady;
+    return true;
+  }
   if (message.type != MessageType::kPlanPeers ||
       conn.offered_peers.size() + message.peers.size() > conn.offered_plan.peer_count) {
     return false;
@@ -274,18 +292,19 @@ bool ResponderImpl::TakePlanPeers(Connection& conn, const Message& message, Cloc
   Count(message.type);
   conn.offered_peers.insert(conn.offered_peers.end(), message.peers.begin(), message.peers.end());
   if (conn.offered_peers.size() < conn.offered_plan.peer_count) return true;
+  if (const auto refusal = RefusePlan(conn.offered_plan, conn.offered_peers)) {  // or another plan came first
+    Refuse(conn, message, *refusal);
+    conn.offered_peers.clear();
+    conn.state = ConnState::kReady;
+    return true;
+  }
+  StartPlan(conn, now);
   Message reply;
   reply.session = message.session;
-  if (const auto refusal = RefusePlan(conn.offered_plan)) {  // another plan came first
-    reply.type = *refusal;
-    conn.state = ConnState::kReady;
-  } else {
-    StartPlan(conn, now);
-    reply.type = MessageType::kAccept;
-    reply.accept.token = plan_.plan.id;
-    conn.state = ConnState::kPlanAccepted;
-  }
-  Send(conn, reply, conn.binding);
+  reply.type = MessageType::kAccept;
+  reply.accept.token = plan_.plan.id;
+  conn.state = ConnState::kPlanAccepted;
+  Send(conn, reply);
   return true;
 }
 
@@ -301,7 +320,7 @@ bool ResponderImpl::TakeSessionStop(Connection& conn, const Message& message) {
   if (message.type != MessageType::kSessionStop) return false;
   Count(message.type);
   const auto it = sessions_.find(conn.fd.get());
-  if (it != sessions_.end()) Send(conn, ResultsMessage(it->second), conn.binding);
+  if (it != sessions_.end()) Send(conn, ResultsMessage(it->second));
   EndSession(conn.fd.get());
   conn.state = ConnState::kReady;
   return true;

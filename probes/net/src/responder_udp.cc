@@ -22,14 +22,21 @@ void ResponderImpl::ServeUdp(int fd, std::span<std::uint8_t> buffer) {
       OnUdpData(*data, datagram.size(), now);
       continue;
     }
+    // Authenticated first, then charged: junk from a source (forged, or a
+    // neighbour sharing its address) spends that source's junk bucket, its
+    // authenticated requests their own, so junk never costs a genuine
+    // observer its replies. A verification (HMAC-SHA256 over one small
+    // datagram, a cached key: well under a microsecond) costs less than the
+    // receive that brought the datagram in; only replies and counted
+    // reasons are rate-limited per source.
     const std::string source = from.Host();
-    if (!rate_limiter_.Allow(source, now)) {
-      Drop("rate_limited");
-      continue;
-    }
     const Decoded decoded = Decode(datagram, options_.secret);
     if (!decoded.message || decoded.consumed != datagram.size()) {
-      Drop(FailureReason(decoded.error));
+      Drop(junk_.Allow(source, now) ? FailureReason(decoded.error) : "rate_limited");
+      continue;
+    }
+    if (!requests_.Allow(source, now)) {
+      Drop("rate_limited");
       continue;
     }
     Message reply = *decoded.message;

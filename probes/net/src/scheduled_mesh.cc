@@ -66,6 +66,7 @@ ProbeOutcome ScheduledMesh::Run(const ScheduledContext& ctx) {
 std::vector<PeerSpec> ScheduledMesh::ChoosePeers(const NetProbeConfig& net, std::vector<std::string>& errors) {
   bool own_responder = false;
   const auto all = peer_list_.Read(net, responder_.DefaultPort(net), &errors, &own_responder);
+  responder_.SetPlanPeers(all);  // re-resolved only when the list changed
   if (errors != last_errors_) {  // logged when they change, not every run
     for (const auto& e : errors) spdlog::warn("net: {}", e);
     last_errors_ = errors;

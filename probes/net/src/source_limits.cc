@@ -25,32 +25,4 @@ bool SourceRateLimiter::Allow(const std::string& source, Clock::time_point now) 
   return true;
 }
 
-bool SourceFailures::Blocked(const std::string& source, Clock::time_point now) const {
-  const auto it = table_.find(source);
-  return it != table_.end() && now < it->second.blocked_until;
-}
-
-void SourceFailures::Record(const std::string& source, Clock::time_point now) {
-  auto it = table_.find(source);
-  if (it == table_.end()) {
-    if (table_.size() >= kMaxTrackedSources) {
-      std::erase_if(table_, [&](const auto& entry) {
-        return now >= entry.second.blocked_until && now - entry.second.window_start >= kFailureWindow;
-      });
-      if (table_.size() >= kMaxTrackedSources) return;
-    }
-    it = table_.emplace(source, Failures{0, now, {}}).first;
-  }
-  Failures& f = it->second;
-  if (now - f.window_start >= kFailureWindow) {
-    f.count = 0;
-    f.window_start = now;
-  }
-  if (++f.count >= kMaxFailuresPerSource) {
-    f.blocked_until = now + kBlockFor;
-    f.count = 0;
-    f.window_start = now;
-  }
-}
-
 }  // namespace hostperf::probes::net

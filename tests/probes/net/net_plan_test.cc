@@ -12,7 +12,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <iostream>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "hostperf/probes/net/client.h"
@@ -139,15 +144,117 @@ TEST(NetPlanProtocol, APeerListWhoseCountDisagreesWithItsLengthIsRefused) {
   EXPECT_EQ(Decode(Signed(bad_family, secret), secret, {}).error, DecodeError::kMalformed);
 }
 
+// Counts plan refusals and plan bytes as the daemon's metrics do.
+class PlanObserver : public ResponderObserver {
+ public:
+  void OnRequest(std::string_view) override {}
+  void OnDrop(std::string_view) override {}
+  void OnPlanRefused(std::string_view reason) override {
+    std::lock_guard lock(mu_);
+    ++refused_[std::string(reason)];
+  }
+  void OnPlanBytes(std::uint64_t bytes) override { sent_ += bytes; }
+  int Refused(const std::string& reason) {
+    std::lock_guard lock(mu_);
+    return refused_[reason];
+  }
+  std::uint64_t Sent() const { return sent_.load(); }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, int> refused_;
+  std::atomic<std::uint64_t> sent_{0};
+};
+
+// A coordinator's control connection, by hand: hello, then whatever plan
+// messages a test wants to send. Counts the bytes it sent.
+class HandControl {
+ public:
+  HandControl(const SocketAddress& address, const Secret& secret) : secret_(secret) {
+    auto connected = ConnectTcp(address, Clock::now() + 2s);
+    if (!connected) return;
+    fd_ = std::move(connected).value();
+    Message hello;
+    hello.type = MessageType::kHello;
+    hello.hello.nonce = RandomNonce();
+    Write(Encode(hello, secret_));
+    const auto reply = Read(hello.hello.nonce);
+    if (reply && reply->type == MessageType::kHelloAck) {
+      binding_ = SessionBinding(hello.hello.nonce, reply->hello.nonce);
+      revision_ = reply->hello.revision;
+    }
+  }
+  bool ready() const { return !binding_.empty(); }
+  std::size_t sent_bytes() const { return sent_; }
+
+  void Send(const Message& message) {
+    Write(Encode(message, secret_, MessageBinding(binding_, revision_, false, messages_sent_++)));
+  }
+  std::optional<Message> Receive(std::chrono::seconds timeout = 3s) {
+    return Read(MessageBinding(binding_, revision_, true, messages_received_++), timeout);
+  }
+
+  // Offers `plan` with `peers`; the answer's type (nullopt: none).
+  std::optional<MessageType> Offer(const Plan& plan, const std::vector<PlanPeer>& peers) {
+    Message offer;
+    offer.type = MessageType::kPlan;
+    offer.plan = plan;
+    Send(offer);
+    for (std::size_t first = 0; first < peers.size(); first += kPlanPeersPerMessage) {
+      Message batch;
+      batch.type = MessageType::kPlanPeers;
+      batch.peers.assign(peers.begin() + static_cast<long>(first),
+                         peers.begin() + static_cast<long>(std::min(peers.size(), first + kPlanPeersPerMessage)));
+      Send(batch);
+    }
+    const auto answer = Receive();
+    if (!answer) return std::nullopt;
+    return answer->type;
+  }
+
+ private:
+  void Write(const std::vector<std::uint8_t>& bytes) {
+    if (WriteAll(fd_.get(), bytes.data(), bytes.size(), Clock::now() + 2s)) sent_ += bytes.size();
+  }
+  std::optional<Message> Read(std::span<const std::uint8_t> binding, std::chrono::seconds timeout = 3s) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      const Decoded decoded = Decode(in_, secret_, binding);
+      if (decoded.message) {
+        in_.erase(in_.begin(), in_.begin() + static_cast<long>(decoded.consumed));
+        return decoded.message;
+      }
+      if (decoded.error != DecodeError::kTruncated) return std::nullopt;
+      if (!WaitFd(fd_.get(), POLLIN, deadline)) return std::nullopt;
+      std::uint8_t buffer[4096];
+      const ssize_t n = ::recv(fd_.get(), buffer, sizeof(buffer), MSG_DONTWAIT);
+      if (n <= 0) return std::nullopt;
+      in_.insert(in_.end(), buffer, buffer + n);
+    }
+    return std::nullopt;
+  }
+
+  Secret secret_;
+  Fd fd_;
+  std::vector<std::uint8_t> binding_;
+  std::uint8_t revision_ = 0;
+  std::uint64_t messages_sent_ = 0;
+  std::uint64_t messages_received_ = 0;
+  std::vector<std::uint8_t> in_;
+  std::size_t sent_ = 0;
+};
+
 class NetPlanTest : public ::testing::Test {
  protected:
   // A responder on an ephemeral loopback port.
-  std::size_t AddHost(std::uint32_t max_connections = 16) {
+  std::size_t AddHost(std::uint32_t max_connections = 16,
+                      const std::function<void(ResponderOptions&)>& configure = nullptr) {
     ResponderOptions options;
     options.ports = {0};
     options.secret = secret_;
     options.max_connections = max_connections;
     options.packets_per_second_per_source = 100000;
+    if (configure) configure(options);
     auto started = StartResponder(options);
     EXPECT_TRUE(started) << (started ? "" : started.error());
     responders_.push_back(std::move(started).value());
@@ -337,6 +444,126 @@ TEST_F(NetPlanTest, OnlyTheActivePlanSessionsAreAcceptedAndAStrangerGetsNoBulkDa
   EXPECT_EQ(report.sessions_failed, 1);
   EXPECT_EQ(report.bytes_sent, 0u);
   EXPECT_LE(received.load(), kMaxMessage) << "only the hello reached the stranger";
+}
+
+// A plan is checked against the responder's own configuration, whoever
+// signed it: a rate of 0 (unlimited) without an unlimited cap, a rate above
+// the cap, a 60 s plan, 63 sessions and a peer outside its peer set are each
+// refused, counted by reason, and the coordinator's error says why.
+TEST_F(NetPlanTest, APlanBeyondTheResponderOwnLimitsIsRefusedAndCounted) {
+  const std::size_t member = AddHost();
+  PlanObserver observer;
+  std::set<std::string> peer_set;
+  const std::size_t host = AddHost(/*max_connections=*/100, [&](ResponderOptions& options) {
+    options.observer = &observer;
+    options.plan_max_rate = 64 << 20;
+    options.plan_max_duration_ms = 2000;
+    options.plan_max_sessions = 8;
+    options.plan_peer_allowed = [&peer_set](const SocketAddress& peer) { return peer_set.contains(peer.ToString()); };
+  });
+  peer_set.insert(targets_[member].address.ToString());
+  const std::vector<PlanPeer> members = {ToPlanPeer(targets_[member].address)};
+  Plan plan;
+  plan.id = 1;
+  plan.test = ThroughputTest::kTcp;
+  plan.peer_count = 1;
+  plan.duration_ms = 1000;
+  plan.rate_bytes_per_second = 8 << 20;
+  const auto offer = [&](Plan p, const std::vector<PlanPeer>& peers) {
+    HandControl control(targets_[host].address, secret_);
+    EXPECT_TRUE(control.ready());
+    p.peer_count = static_cast<std::uint16_t>(peers.size());
+    return control.Offer(p, peers);
+  };
+
+  Plan unlimited = plan;
+  unlimited.rate_bytes_per_second = 0;
+  EXPECT_EQ(offer(unlimited, members), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("rate"), 1);
+  Plan fast = plan;
+  fast.rate_bytes_per_second = (64 << 20) + 1;
+  EXPECT_EQ(offer(fast, members), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("rate"), 2);
+
+  Plan long_plan = plan;
+  long_plan.duration_ms = 60000;
+  EXPECT_EQ(offer(long_plan, members), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("duration"), 1);
+
+  std::vector<PlanPeer> many;
+  for (int i = 0; i < 63; ++i) many.push_back(members.front());
+  EXPECT_EQ(offer(plan, many), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("sessions"), 1);
+
+  const std::vector<PlanPeer> stranger = {ToPlanPeer(*ParseNumericAddress("127.0.0.1", 9))};
+  EXPECT_EQ(offer(plan, stranger), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("peer"), 1);
+
+  // Within every limit, to a member: accepted.
+  EXPECT_EQ(offer(plan, members), MessageType::kAccept);
+  EXPECT_EQ(observer.Sent(), 0u) << "no byte sent for a refused or un-started plan";
+
+  // The coordinator's error names the limits.
+  std::vector<PeerTarget> pair = {targets_[host], targets_[member]};
+  auto options = Options(ThroughputTest::kTcp, 8);
+  options.duration = 5s;
+  const auto results = RunAllToAll(pair, options, secret_, Never);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_NE(results[0].error.find("plan_max_duration"), std::string::npos) << results[0].error;
+}
+
+// The worst case one plan can cause, per control byte: a responder sends at
+// most plan_max_rate for plan_max_duration (plus pacing slack), whatever
+// the coordinator asks; the bytes it sent are counted (the
+// hostperf_net_responder_plan_sent_bytes_total counter). With the defaults
+// (2 GiB/s, 10 s) that is 21.5 GB per plan; the smallest control exchange
+// that starts one (hello, plan, one peer, go: measured here) is under 300
+// bytes, so the bound is rate cap x duration cap / control bytes, about
+// 7e7 bytes per control byte at the defaults, and only for a holder of the
+// secret, toward members of the host's own peer set.
+TEST_F(NetPlanTest, APlanSendsNoMoreThanTheResponderCapsAllowPerControlByte) {
+  PlanObserver observer;
+  constexpr std::uint64_t kRateCap = 4 << 20;
+  constexpr std::uint32_t kDurationCapMs = 500;
+  for (int i = 0; i < 2; ++i) {
+    AddHost(16, [&](ResponderOptions& options) {
+      options.observer = &observer;
+      options.plan_max_rate = kRateCap;
+      options.plan_max_duration_ms = kDurationCapMs;
+    });
+  }
+  std::vector<std::unique_ptr<HandControl>> controls;
+  Plan plan;
+  plan.id = 5;
+  plan.test = ThroughputTest::kTcp;
+  plan.peer_count = 1;
+  plan.duration_ms = kDurationCapMs;
+  plan.rate_bytes_per_second = kRateCap;
+  for (std::size_t i = 0; i < 2; ++i) {
+    controls.push_back(std::make_unique<HandControl>(targets_[i].address, secret_));
+    ASSERT_TRUE(controls.back()->ready());
+    ASSERT_EQ(controls.back()->Offer(plan, {ToPlanPeer(targets_[1 - i].address)}), MessageType::kAccept);
+  }
+  Message go;
+  go.type = MessageType::kPlanGo;
+  for (auto& control : controls) control->Send(go);
+  std::size_t control_bytes = 0;
+  std::uint64_t sent = 0;
+  for (auto& control : controls) {
+    control_bytes += control->sent_bytes();
+    const auto report = control->Receive(12s);
+    ASSERT_TRUE(report && report->type == MessageType::kPlanReport);
+    EXPECT_GT(report->report.bytes_sent, 0u);
+    sent += report->report.bytes_sent;
+  }
+  EXPECT_EQ(observer.Sent(), sent) << "plan bytes are accounted";
+  // Pacing lets a sender run ahead by at most a few buffers: 10 % plus 1 MiB a host.
+  const double bound = 2 * (1.1 * static_cast<double>(kRateCap) * kDurationCapMs / 1000.0 + (1 << 20));
+  EXPECT_LE(static_cast<double>(sent), bound);
+  EXPECT_LT(control_bytes, 2 * 300u);
+  std::cout << "[ numbers  ] " << sent << " bytes sent for " << control_bytes
+            << " control bytes: " << static_cast<double>(sent) / static_cast<double>(control_bytes)
+            << " per control byte (bound " << bound / static_cast<double>(control_bytes) << ")\n";
 }
 
 }  // namespace

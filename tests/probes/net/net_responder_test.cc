@@ -609,6 +609,122 @@ TEST_F(NetResponderTest, JunkUdpFromAnAddressIsRateLimitedAndItsGenuinePingsStil
   EXPECT_EQ(tcp.outcome, SessionOutcome::kOk) << tcp.error;
 }
 
+// A flood of junk far above the per-source rate from the observer's own
+// address, at the same time as its genuine pings: the junk spends only the
+// source's junk bucket, so every genuine ping is still answered, and
+// neither UDP nor TCP junk gets the address blocked.
+TEST_F(NetResponderTest, AJunkFloodFromAnAddressNeverCostsItsAuthenticatedPingsTheirReplies) {
+  Start(8, /*rate_limit=*/100);
+  Message ping;
+  ping.type = MessageType::kPing;
+  const auto forged = Encode(ping, Secret(32, 0x66));
+  const auto genuine = Encode(ping, secret_);
+  std::atomic<bool> stop{false};
+  std::atomic<int> junk_sent{0};
+  std::thread flood([&] {
+    Fd fd = NonBlockingSocket(AF_INET, SOCK_DGRAM);
+    ::connect(fd.get(), address_.get(), address_.length);
+    while (!stop) {
+      for (int i = 0; i < 50; ++i) {
+        if (::send(fd.get(), forged.data(), forged.size(), 0) > 0) ++junk_sent;
+      }
+      std::this_thread::sleep_for(2ms);  // about 25000 a second, 250 times the rate
+    }
+  });
+  // TCP junk from the same address too: each connection's bad message is
+  // counted and the connection closed, nothing more.
+  for (int i = 0; i < 40; ++i) {
+    auto fd = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+    ASSERT_TRUE(fd);
+    const std::vector<std::uint8_t> junk = forged;
+    WriteAll(fd->get(), junk.data(), junk.size(), std::chrono::steady_clock::now() + 1s);
+  }
+  std::this_thread::sleep_for(200ms);
+  int answered = 0;
+  for (int i = 0; i < 40; ++i) {
+    if (UdpExchange(genuine)) ++answered;
+    std::this_thread::sleep_for(20ms);
+  }
+  stop = true;
+  flood.join();
+  EXPECT_GT(junk_sent.load(), 10000);
+  EXPECT_EQ(answered, 40) << "genuine pings from the flooded address";
+  EXPECT_GT(observer_.Drops("rate_limited"), 1000) << "the junk beyond its bucket is counted";
+  EXPECT_GE(observer_.Drops("bad_hmac"), 100);
+  EXPECT_EQ(observer_.Drops("source_blocked"), 0);
+  // Its authenticated TCP sessions are served as well.
+  ThroughputOptions options;
+  options.duration = 100ms;
+  options.rate_bytes_per_second = 10 << 20;
+  const auto tcp = RunThroughput(address_, options, secret_, Never);
+  EXPECT_EQ(tcp.outcome, SessionOutcome::kOk) << tcp.error;
+}
+
+// Message order within one connection (revision 3): a session start
+// replayed on the same connection after its session ended (an on-path
+// attacker injecting captured bytes) fails its HMAC and closes the
+// connection; it starts no second session.
+TEST_F(NetResponderTest, ASessionStartReplayedWithinItsConnectionIsRefused) {
+  Start();
+  auto connected = ConnectTcp(address_, std::chrono::steady_clock::now() + 1s);
+  ASSERT_TRUE(connected) << connected.error();
+  const Fd fd = std::move(connected).value();
+  std::vector<std::uint8_t> in;
+  const auto read = [&](std::span<const std::uint8_t> binding) -> std::optional<Message> {
+    const auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const Decoded decoded = Decode(in, secret_, binding);
+      if (decoded.message) {
+        in.erase(in.begin(), in.begin() + static_cast<long>(decoded.consumed));
+        return decoded.message;
+      }
+      if (decoded.error != DecodeError::kTruncated || !WaitFd(fd.get(), POLLIN, deadline)) return std::nullopt;
+      std::uint8_t buffer[4096];
+      const ssize_t n = ::recv(fd.get(), buffer, sizeof(buffer), MSG_DONTWAIT);
+      if (n <= 0) return std::nullopt;
+      in.insert(in.end(), buffer, buffer + n);
+    }
+    return std::nullopt;
+  };
+  const auto write = [&](const std::vector<std::uint8_t>& bytes) {
+    return WriteAll(fd.get(), bytes.data(), bytes.size(), std::chrono::steady_clock::now() + 1s);
+  };
+  Message hello;
+  hello.type = MessageType::kHello;
+  hello.hello.nonce = RandomNonce();
+  ASSERT_TRUE(write(Encode(hello, secret_)));
+  const auto ack = read(hello.hello.nonce);
+  ASSERT_TRUE(ack && ack->type == MessageType::kHelloAck);
+  ASSERT_GE(ack->hello.revision, kOrderedRevision);
+  const auto binding = SessionBinding(hello.hello.nonce, ack->hello.nonce);
+  const auto sent = [&](std::uint64_t i) { return MessageBinding(binding, ack->hello.revision, false, i); };
+  const auto received = [&](std::uint64_t i) { return MessageBinding(binding, ack->hello.revision, true, i); };
+
+  Message start;
+  start.type = MessageType::kSessionStart;
+  start.start.test = ThroughputTest::kUdp;
+  start.start.duration_ms = 1000;
+  const auto start_bytes = Encode(start, secret_, sent(0));
+  ASSERT_TRUE(write(start_bytes));
+  const auto accept = read(received(0));
+  ASSERT_TRUE(accept && accept->type == MessageType::kAccept);
+  Message stop;
+  stop.type = MessageType::kSessionStop;
+  ASSERT_TRUE(write(Encode(stop, secret_, sent(1))));
+  const auto results = read(received(1));
+  ASSERT_TRUE(results && results->type == MessageType::kResults);
+  ASSERT_EQ(observer_.Requests("session_start"), 1);
+
+  // The captured start, injected again into the same connection.
+  ASSERT_TRUE(write(start_bytes));
+  bool closed = false;
+  const auto answer = ReadUntilClosed(fd.get(), 3000ms, &closed);
+  EXPECT_TRUE(in.empty() && answer.empty()) << "no accept for the replayed start";
+  EXPECT_TRUE(closed) << "the replayed start closes the connection";
+  EXPECT_EQ(observer_.Requests("session_start"), 1) << "the replayed start was not taken as a request";
+  EXPECT_GE(DropsOnceAtLeast("bad_hmac", 1), 1);
+}
+
 TEST_F(NetResponderTest, UnreachablePeerFailsFast) {
   Start();
   const auto port = responder_->Ports().front();

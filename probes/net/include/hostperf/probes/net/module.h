@@ -43,6 +43,16 @@ struct NetProbeConfig : config::ProbeSection {
   // and UDP requests per second per source address.
   std::uint32_t max_connections = 64;
   std::uint32_t rate_limit = 1000;
+  // Plans (throughput among all hosts, sent by a full run's coordinator):
+  // this host's limits, whoever sends them. A plan's total sending rate must
+  // be above 0 and at most plan_max_rate unless plan_unlimited_rate is set
+  // (then any rate, 0 "unlimited" too); its duration at most
+  // plan_max_duration; its peers at most plan_max_sessions, each a member of
+  // this host's peer list (peers plus peers_file).
+  std::uint64_t plan_max_rate = 2048 * config::kMiB;  // bytes per second: the top of vnetperf's ladder
+  bool plan_unlimited_rate = false;
+  config::Duration plan_max_duration = 10s;
+  std::uint32_t plan_max_sessions = 32;
 };
 
 // vnetperf: the net probe's module (registered from its folder: probes/CMakeLists.txt).

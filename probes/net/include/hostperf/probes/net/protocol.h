@@ -53,10 +53,18 @@ namespace hostperf::probes::net {
 // the coordinator kPlanReport. The coordinator closing the connection
 // cancels the plan. Only revision-2 peers are sent these messages: an older
 // responder would treat them as malformed.
+//
+// Revision 3: message order. On a TCP connection whose hello negotiated
+// revision >= 3, every message after the hello is signed over the binding
+// followed by its direction (0: to the responder, 1: from it) and its index
+// among the messages of that direction (u64, from 0): OrderedBinding. A
+// message replayed within the same connection (a session start after its
+// session ended) or reflected back fails its HMAC.
 inline constexpr std::uint32_t kMagic = 0x48504e54;  // "HPNT"
 inline constexpr std::uint8_t kProtocolVersion = 2;
-inline constexpr std::uint8_t kProtocolRevision = 2;
+inline constexpr std::uint8_t kProtocolRevision = 3;
 inline constexpr std::uint8_t kPlanRevision = 2;          // the revision that knows plans
+inline constexpr std::uint8_t kOrderedRevision = 3;       // the revision that signs message order
 inline constexpr std::size_t kHelloAckExtensionSize = 4;  // revision 1: the MTU (u32)
 inline constexpr std::uint8_t kLegacyProtocolVersion = 1;
 inline constexpr std::size_t kNonceSize = 16;
@@ -191,6 +199,13 @@ std::size_t PayloadSizeOf(const Message& message);
 
 // The binding of a TCP connection's messages after the hello: both nonces.
 std::vector<std::uint8_t> SessionBinding(const Nonce& client, const Nonce& responder);
+// Revision >= 3: the binding of one message, `binding` | direction | index.
+std::vector<std::uint8_t> OrderedBinding(std::span<const std::uint8_t> binding, bool from_responder,
+                                         std::uint64_t index);
+// What a message after the hello is signed over: OrderedBinding at
+// `revision` >= kOrderedRevision, else the binding alone.
+std::vector<std::uint8_t> MessageBinding(std::span<const std::uint8_t> binding, std::uint8_t revision,
+                                         bool from_responder, std::uint64_t index);
 Nonce RandomNonce();
 
 // A version-1 hello signed with `secret` (what a client of the previous

@@ -20,7 +20,24 @@ class ResponderObserver {
   // reason: bad_hmac, bad_version, malformed, rate_limited, source_blocked, busy,
   // connection_limit
   virtual void OnDrop(std::string_view reason) = 0;
+  // A plan refused against this responder's own limits; reason: one of
+  // kPlanRefusalReasons.
+  virtual void OnPlanRefused(std::string_view /*reason*/) {}
+  // Bytes this responder sent for a plan (its sending half), once it ended.
+  virtual void OnPlanBytes(std::uint64_t /*bytes*/) {}
 };
+
+// Why a plan is refused (bounded: the label values of the refusal metric).
+// rate: 0 (unlimited) without an unlimited cap, or above the cap; duration:
+// 0 or above the cap; sessions: no peer, more peers than the cap or than the
+// connection limit allows; peer: a peer outside this host's peer set.
+inline constexpr const char* kPlanRefusalReasons[] = {"rate", "duration", "sessions", "peer"};
+
+// The default caps of a plan (ResponderOptions, probes.net.plan_*): the top
+// of vnetperf's default ladder (2048 MiB/s) for ten seconds.
+inline constexpr std::uint64_t kDefaultPlanMaxRate = 2048ull << 20;
+inline constexpr std::uint32_t kDefaultPlanMaxDurationMs = 10000;
+inline constexpr std::uint32_t kDefaultPlanMaxSessions = 32;
 
 struct ResponderOptions {
   // Empty: loopback only (127.0.0.1 and ::1 when available). "0.0.0.0", "::"
@@ -31,6 +48,19 @@ struct ResponderOptions {
   std::uint32_t max_connections = 64;                  // TCP connections at once
   std::uint32_t packets_per_second_per_source = 1000;  // token bucket (burst the same)
   std::uint32_t max_session_ms = 60000;                // longer throughput sessions are DENIED
+  // A plan (protocol revision 2) makes this host send: checked here against
+  // its own limits, whoever sent it. Its total rate must be above 0 and at
+  // most plan_max_rate, unless plan_unlimited_rate (then any rate, 0 too);
+  // its duration at most plan_max_duration_ms; its peers at most
+  // plan_max_sessions, each allowed by plan_peer_allowed.
+  std::uint64_t plan_max_rate = kDefaultPlanMaxRate;  // bytes per second
+  bool plan_unlimited_rate = false;
+  std::uint32_t plan_max_duration_ms = kDefaultPlanMaxDurationMs;
+  std::uint32_t plan_max_sessions = kDefaultPlanMaxSessions;
+  // Whether a plan may make this host send to `peer` (a responder address);
+  // called on the serving thread: keep it cheap. Null: any peer (hostperf-peer,
+  // whose plans come only from the CLI that started it with a one-time secret).
+  std::function<bool(const SocketAddress& peer)> plan_peer_allowed;
   RealtimeClock realtime = RealtimeNs;
   ResponderObserver* observer = nullptr;  // may be null; must outlive the responder
   // The MTU of the interface replies to this client address (numeric) leave
