@@ -79,44 +79,38 @@ def check(root):
     return subprocess.run([sys.executable, str(CHECK), str(root)], capture_output=True, text=True)
 
 
+def expect_refused(scratch, name, what, path, extra, line, words, raw=False):
+    """Writes the clean tree plus `extra` into scratch/name; True when the
+    check refuses it, printing `line` and the rule's `words`."""
+    root = pathlib.Path(scratch) / name
+    write_tree(root, (path, extra), raw=raw)
+    result = check(root)
+    if result.returncode == 1 and line in result.stdout and words in result.stdout:
+        print("ok   %s refused: %s" % (what, line))
+        return True
+    print("FAIL %s not refused as expected (exit %d):\n%s%s" % (what, result.returncode, result.stdout, result.stderr))
+    return False
+
+
 def main():
-    passed = failed = 0
+    outcomes = []
     with tempfile.TemporaryDirectory() as scratch:
         clean = pathlib.Path(scratch) / "clean"
         write_tree(clean)
         result = check(clean)
-        if result.returncode == 0:
-            passed += 1
-        else:
-            failed += 1
+        outcomes.append(result.returncode == 0)
+        if result.returncode != 0:
             print("FAIL clean tree refused:\n" + result.stdout + result.stderr)
         for index, (what, path, include, words) in enumerate(VIOLATIONS):
-            root = pathlib.Path(scratch) / ("case%d" % index)
-            write_tree(root, (path, include))
-            result = check(root)
             line = '%s:%d: includes "%s"' % (path, len(CLEAN[path]) + 1, include)
-            if result.returncode == 1 and line in result.stdout and words in result.stdout:
-                passed += 1
-                print("ok   %s refused: %s" % (what, line))
-            else:
-                failed += 1
-                print("FAIL %s not refused as expected (exit %d):\n%s%s" % (what, result.returncode, result.stdout,
-                                                                            result.stderr))
+            outcomes.append(expect_refused(scratch, "case%d" % index, what, path, include, line, words))
         for index, (what, path, text, words) in enumerate(NAMESPACE_VIOLATIONS):
-            root = pathlib.Path(scratch) / ("namespace%d" % index)
-            write_tree(root, (path, text), raw=True)
-            result = check(root)
             line = "%s:%d: namespace" % (path, len(CLEAN[path]) + 1)
-            if result.returncode == 1 and line in result.stdout and words in result.stdout:
-                passed += 1
-                print("ok   %s refused: %s" % (what, line))
-            else:
-                failed += 1
-                print("FAIL %s not refused as expected (exit %d):\n%s%s" % (what, result.returncode, result.stdout,
-                                                                            result.stderr))
+            outcomes.append(expect_refused(scratch, "namespace%d" % index, what, path, text, line, words, raw=True))
+    passed = outcomes.count(True)
+    failed = outcomes.count(False)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

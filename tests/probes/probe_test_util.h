@@ -1,9 +1,11 @@
 #pragma once
 
+#include <gtest/gtest.h>
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_family.h>
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -22,6 +24,25 @@ inline ProbeOutcome RunParsed(Probe& probe, FullRunContext context, const nlohma
   if (!parsed) return ProbeOutcome::Failure(parsed.failure());
   context.options = std::move(parsed).value();
   return probe.RunFull(context);
+}
+
+// The contexts of a test run of `probe` under `config` that must end within
+// `timeout`; the full one carries `options` parsed as the run API parses them
+// (a parse failure fails the test and leaves the defaults).
+inline ScheduledContext ScheduledWithin(const config::Config& config, std::string_view probe,
+                                        std::chrono::steady_clock::duration timeout) {
+  ScheduledContext context = MakeScheduledContext(config, probe);
+  context.deadline = std::chrono::steady_clock::now() + timeout;
+  return context;
+}
+inline FullRunContext FullWithin(const config::Config& config, std::string_view probe,
+                                 std::chrono::steady_clock::duration timeout, const nlohmann::json& options) {
+  FullRunContext context = MakeFullRunContext(config, probe);
+  context.deadline = std::chrono::steady_clock::now() + timeout;
+  auto parsed = ParseProbeOptions(probe, options);
+  EXPECT_TRUE(parsed.ok()) << parsed.error();
+  if (parsed) context.options = std::move(parsed).value();
+  return context;
 }
 
 // One series of a registry snapshot: family `name`, labels exactly `labels`

@@ -18,6 +18,7 @@
 #include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/responder.h"
+#include "probe_test_util.h"
 #include "temp_dir.h"
 
 namespace hostperf::probes::net {
@@ -353,18 +354,9 @@ class NetProbeInterfacesTest : public ::testing::Test {
     probe_->StartServices(config_.Section("net"));
   }
   NetProbeConfig& Net() { return config_.EditSettings<NetProbeConfig>(); }
-  ScheduledContext Scheduled() {
-    ScheduledContext ctx = MakeScheduledContext(config_, "net");
-    ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    return ctx;
-  }
+  ScheduledContext Scheduled() { return test_support::ScheduledWithin(config_, "net", 60s); }
   FullRunContext Full(nlohmann::json options = nullptr) {
-    FullRunContext ctx = MakeFullRunContext(config_, "net");
-    ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    auto parsed = ParseProbeOptions("net", options);
-    EXPECT_TRUE(parsed.ok()) << parsed.error();
-    if (parsed) ctx.options = std::move(parsed).value();
-    return ctx;
+    return test_support::FullWithin(config_, "net", 60s, options);
   }
 
   CopiedRoots copy_;

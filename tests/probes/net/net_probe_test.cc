@@ -109,18 +109,9 @@ class NetProbeTest : public ::testing::Test {
     probe_->StartServices(config_.Section("net"));
   }
 
-  ScheduledContext Scheduled() {
-    ScheduledContext ctx = MakeScheduledContext(config_, "net");
-    ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    return ctx;
-  }
+  ScheduledContext Scheduled() { return test_support::ScheduledWithin(config_, "net", 60s); }
   FullRunContext Full(nlohmann::json options = nullptr) {
-    FullRunContext ctx = MakeFullRunContext(config_, "net");
-    ctx.deadline = std::chrono::steady_clock::now() + 60s;
-    auto parsed = ParseProbeOptions("net", options);  // once, at the edge, as the run API does
-    EXPECT_TRUE(parsed.ok()) << parsed.error();
-    if (parsed) ctx.options = std::move(parsed).value();
-    return ctx;
+    return test_support::FullWithin(config_, "net", 60s, options);
   }
 
   // The responder's port, learned from a scheduled run against the default self peer.
