@@ -337,6 +337,121 @@ Result<TestSelection> ParseTestSelection(std::string_view letters) {
   return selection;
 }
 
+namespace {
+
+// --duration: the network test's length per link, in seconds.
+Result<double> ParseNetSeconds(const std::string& value) {
+  // gpcheckperf's netperf length (its disk test is bounded by -S).
+  const auto duration = config::ParseDuration(value);
+  if (!duration || duration->count() <= 0) {
+    return Result<double>::Error("--duration: \"" + value + "\" is not a duration like 15s or 2m");
+  }
+  return std::chrono::duration<double>(*duration).count();
+}
+
+// --stream-size: the stream test's array size in elements.
+Result<std::uint64_t> ParseStreamElements(const std::string& value) {
+  std::uint64_t elements = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), elements);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+    return Result<std::uint64_t>::Error("--stream-size: \"" + value + "\" is not a number of elements");
+  }
+  return elements;
+}
+
+// One parsed flag into *options; -r's letters go to *letters for later.
+Result<void> ApplyCheckFlag(const FlagValue& flag, CheckOptions* options, std::string* letters) {
+  using R = Result<void>;
+  const std::string& value = flag.value;
+  if (flag.Is("D")) {
+    options->per_host = true;
+  } else if (flag.Is("vV")) {
+    options->verbose = true;
+  } else if (flag.Is("help")) {
+    options->help = true;
+  } else if (flag.Is("json")) {
+    options->json = true;
+  } else if (flag.Is("duration")) {
+    auto seconds = ParseNetSeconds(value);
+    if (!seconds) return R::Error(seconds.error());
+    options->net_seconds = *seconds;
+  } else if (flag.Is("api-port") || flag.Is("net-port")) {
+    auto port = ParsePort(value, flag.spelled);
+    if (!port) return R::Error(port.error());
+    (flag.Is("api-port") ? options->api_port : options->net_port) = *port;
+  } else if (flag.Is("token-file")) {
+    options->token_file = value;
+  } else if (flag.Is("tls")) {
+    options->tls = true;
+  } else if (flag.Is("insecure-http")) {
+    options->insecure_http = true;
+  } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
+    if (value.empty()) return R::Error(flag.spelled + " needs a file");
+    (flag.Is("ca-file") ? options->ca_file : flag.Is("cert-file") ? options->cert_file : options->key_file) = value;
+    options->tls = true;
+  } else if (flag.Is("basic-auth-user")) {
+    if (value.empty() || value.find(':') != std::string::npos) {
+      return R::Error(flag.spelled + ": \"" + value + "\" is not a user name (non-empty, no ':')");
+    }
+    options->basic_auth_user = value;
+  } else if (flag.Is("basic-auth-password-file")) {
+    if (value.empty()) return R::Error(flag.spelled + " needs a file");
+    options->basic_auth_password_file = value;
+  } else if (flag.Is("f")) {
+    auto hosts = ReadHostFile(value);
+    if (!hosts) return R::Error(hosts.error());
+    options->hosts.insert(options->hosts.end(), hosts->begin(), hosts->end());
+  } else if (flag.Is("stream-size")) {
+    auto elements = ParseStreamElements(value);
+    if (!elements) return R::Error(elements.error());
+    options->memory_options["array_elements"] = *elements;
+  } else if (flag.Is("S") || flag.Is("B")) {
+    options->disk_options[flag.Is("S") ? "data_size" : "max_buffer_size"] = value;
+  } else {
+    // -d, -h and -r.
+    if (value.empty()) return R::Error("option " + flag.spelled + " needs a non-empty value");
+    if (flag.Is("d")) {
+      options->directories.push_back(value);
+    } else if (flag.Is("h")) {
+      options->hosts.push_back(value);
+    } else {
+      *letters = value;
+    }
+  }
+  return R::Ok();
+}
+
+// What no single flag can tell: valid distinct hosts, and flags that need or
+// exclude each other.
+Result<void> ValidateCheckOptions(const CheckOptions& options) {
+  using R = Result<void>;
+  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
+    if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
+    if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
+        options.hosts.begin() + static_cast<long>(i)) {
+      return R::Error("host \"" + options.hosts[i] + "\" is given twice");
+    }
+  }
+  if (options.tests.net != NetMode::kNone && options.net_seconds > 60) {
+    return R::Error("--duration: the network test runs at most 60s per link");
+  }
+  if (options.tests.disk && options.directories.empty() && !options.help) {
+    return R::Error("the disk test (-r d) needs at least one -d DIR");
+  }
+  if (options.tls && options.insecure_http) {
+    return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
+  }
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return R::Error("--cert-file and --key-file go together (a client certificate and its key)");
+  }
+  if (options.basic_auth_user.empty() != options.basic_auth_password_file.empty()) {
+    return R::Error("--basic-auth-user and --basic-auth-password-file go together");
+  }
+  return R::Ok();
+}
+
+}  // namespace
+
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
@@ -372,96 +487,14 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   CheckOptions options;
   std::string letters = "dsn";  // gpcheckperf's default
   for (const FlagValue& flag : parsed_flags->flags) {
-    const std::string& value = flag.value;
-    if (flag.Is("D")) {
-      options.per_host = true;
-    } else if (flag.Is("vV")) {
-      options.verbose = true;
-    } else if (flag.Is("help")) {
-      options.help = true;
-    } else if (flag.Is("json")) {
-      options.json = true;
-    } else if (flag.Is("duration")) {
-      // gpcheckperf's netperf length (its disk test is bounded by -S).
-      const auto duration = config::ParseDuration(value);
-      if (!duration || duration->count() <= 0) {
-        return R::Error("--duration: \"" + value + "\" is not a duration like 15s or 2m");
-      }
-      options.net_seconds = std::chrono::duration<double>(*duration).count();
-    } else if (flag.Is("api-port") || flag.Is("net-port")) {
-      auto port = ParsePort(value, flag.spelled);
-      if (!port) return R::Error(port.error());
-      (flag.Is("api-port") ? options.api_port : options.net_port) = *port;
-    } else if (flag.Is("token-file")) {
-      options.token_file = value;
-    } else if (flag.Is("tls")) {
-      options.tls = true;
-    } else if (flag.Is("insecure-http")) {
-      options.insecure_http = true;
-    } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
-      if (value.empty()) return R::Error(flag.spelled + " needs a file");
-      (flag.Is("ca-file") ? options.ca_file : flag.Is("cert-file") ? options.cert_file : options.key_file) = value;
-      options.tls = true;
-    } else if (flag.Is("basic-auth-user")) {
-      if (value.empty() || value.find(':') != std::string::npos) {
-        return R::Error(flag.spelled + ": \"" + value + "\" is not a user name (non-empty, no ':')");
-      }
-      options.basic_auth_user = value;
-    } else if (flag.Is("basic-auth-password-file")) {
-      if (value.empty()) return R::Error(flag.spelled + " needs a file");
-      options.basic_auth_password_file = value;
-    } else if (flag.Is("f")) {
-      auto hosts = ReadHostFile(value);
-      if (!hosts) return R::Error(hosts.error());
-      options.hosts.insert(options.hosts.end(), hosts->begin(), hosts->end());
-    } else if (flag.Is("stream-size")) {
-      std::uint64_t elements = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), elements);
-      if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
-        return R::Error("--stream-size: \"" + value + "\" is not a number of elements");
-      }
-      options.memory_options["array_elements"] = elements;
-    } else if (flag.Is("S") || flag.Is("B")) {
-      options.disk_options[flag.Is("S") ? "data_size" : "max_buffer_size"] = value;
-    } else {
-      // -d, -h and -r.
-      if (value.empty()) return R::Error("option " + flag.spelled + " needs a non-empty value");
-      if (flag.Is("d")) {
-        options.directories.push_back(value);
-      } else if (flag.Is("h")) {
-        options.hosts.push_back(value);
-      } else {
-        letters = value;
-      }
-    }
+    if (auto applied = ApplyCheckFlag(flag, &options, &letters); !applied) return R::Error(applied.error());
   }
   auto tests = ParseTestSelection(letters);
   if (!tests) return R::Error(tests.error());
   options.tests = *tests;
   if (!options.directories.empty()) options.disk_options["directories"] = options.directories;
   options.disk_options["method"] = "gpcheckperf";
-  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
-    if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
-    if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
-        options.hosts.begin() + static_cast<long>(i)) {
-      return R::Error("host \"" + options.hosts[i] + "\" is given twice");
-    }
-  }
-  if (options.tests.net != NetMode::kNone && options.net_seconds > 60) {
-    return R::Error("--duration: the network test runs at most 60s per link");
-  }
-  if (options.tests.disk && options.directories.empty() && !options.help) {
-    return R::Error("the disk test (-r d) needs at least one -d DIR");
-  }
-  if (options.tls && options.insecure_http) {
-    return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
-  }
-  if (options.cert_file.empty() != options.key_file.empty()) {
-    return R::Error("--cert-file and --key-file go together (a client certificate and its key)");
-  }
-  if (options.basic_auth_user.empty() != options.basic_auth_password_file.empty()) {
-    return R::Error("--basic-auth-user and --basic-auth-password-file go together");
-  }
+  if (auto valid = ValidateCheckOptions(options); !valid) return R::Error(valid.error());
   return options;
 }
 
