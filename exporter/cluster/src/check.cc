@@ -337,6 +337,121 @@ Result<TestSelection> ParseTestSelection(std::string_view letters) {
   return selection;
 }
 
+namespace {
+
+// --duration: the network test's length per link, in seconds.
+Result<double> ParseNetSeconds(const std::string& value) {
+  // gpcheckperf's netperf length (its disk test is bounded by -S).
+  const auto duration = config::ParseDuration(value);
+  if (!duration || duration->count() <= 0) {
+    return Result<double>::Error("--duration: \"" + value + "\" is not a duration like 15s or 2m");
+  }
+  return std::chrono::duration<double>(*duration).count();
+}
+
+// --stream-size: the stream test's array size in elements.
+Result<std::uint64_t> ParseStreamElements(const std::string& value) {
+  std::uint64_t elements = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), elements);
+  if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
+    return Result<std::uint64_t>::Error("--stream-size: \"" + value + "\" is not a number of elements");
+  }
+  return elements;
+}
+
+// One parsed flag into *options; -r's letters go to *letters for later.
+Result<void> ApplyCheckFlag(const FlagValue& flag, CheckOptions* options, std::string* letters) {
+  using R = Result<void>;
+  const std::string& value = flag.value;
+  if (flag.Is("D")) {
+    options->per_host = true;
+  } else if (flag.Is("vV")) {
+    options->verbose = true;
+  } else if (flag.Is("help")) {
+    options->help = true;
+  } else if (flag.Is("json")) {
+    options->json = true;
+  } else if (flag.Is("duration")) {
+    auto seconds = ParseNetSeconds(value);
+    if (!seconds) return R::Error(seconds.error());
+    options->net_seconds = *seconds;
+  } else if (flag.Is("api-port") || flag.Is("net-port")) {
+    auto port = ParsePort(value, flag.spelled);
+    if (!port) return R::Error(port.error());
+    (flag.Is("api-port") ? options->api_port : options->net_port) = *port;
+  } else if (flag.Is("token-file")) {
+    options->token_file = value;
+  } else if (flag.Is("tls")) {
+    options->tls = true;
+  } else if (flag.Is("insecure-http")) {
+    options->insecure_http = true;
+  } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
+    if (value.empty()) return R::Error(flag.spelled + " needs a file");
+    (flag.Is("ca-file") ? options->ca_file : flag.Is("cert-file") ? options->cert_file : options->key_file) = value;
+    options->tls = true;
+  } else if (flag.Is("basic-auth-user")) {
+    if (value.empty() || value.find(':') != std::string::npos) {
+      return R::Error(flag.spelled + ": \"" + value + "\" is not a user name (non-empty, no ':')");
+    }
+    options->basic_auth_user = value;
+  } else if (flag.Is("basic-auth-password-file")) {
+    if (value.empty()) return R::Error(flag.spelled + " needs a file");
+    options->basic_auth_password_file = value;
+  } else if (flag.Is("f")) {
+    auto hosts = ReadHostFile(value);
+    if (!hosts) return R::Error(hosts.error());
+    options->hosts.insert(options->hosts.end(), hosts->begin(), hosts->end());
+  } else if (flag.Is("stream-size")) {
+    auto elements = ParseStreamElements(value);
+    if (!elements) return R::Error(elements.error());
+    options->memory_options["array_elements"] = *elements;
+  } else if (flag.Is("S") || flag.Is("B")) {
+    options->disk_options[flag.Is("S") ? "data_size" : "max_buffer_size"] = value;
+  } else {
+    // -d, -h and -r.
+    if (value.empty()) return R::Error("option " + flag.spelled + " needs a non-empty value");
+    if (flag.Is("d")) {
+      options->directories.push_back(value);
+    } else if (flag.Is("h")) {
+      options->hosts.push_back(value);
+    } else {
+      *letters = value;
+    }
+  }
+  return R::Ok();
+}
+
+// What no single flag can tell: valid distinct hosts, and flags that need or
+// exclude each other.
+Result<void> ValidateCheckOptions(const CheckOptions& options) {
+  using R = Result<void>;
+  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
+    if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
+    if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
+        options.hosts.begin() + static_cast<long>(i)) {
+      return R::Error("host \"" + options.hosts[i] + "\" is given twice");
+    }
+  }
+  if (options.tests.net != NetMode::kNone && options.net_seconds > 60) {
+    return R::Error("--duration: the network test runs at most 60s per link");
+  }
+  if (options.tests.disk && options.directories.empty() && !options.help) {
+    return R::Error("the disk test (-r d) needs at least one -d DIR");
+  }
+  if (options.tls && options.insecure_http) {
+    return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
+  }
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return R::Error("--cert-file and --key-file go together (a client certificate and its key)");
+  }
+  if (options.basic_auth_user.empty() != options.basic_auth_password_file.empty()) {
+    return R::Error("--basic-auth-user and --basic-auth-password-file go together");
+  }
+  return R::Ok();
+}
+
+}  // namespace
+
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   using R = Result<CheckOptions>;
   // gpcheckperf's short options (valued ones also as -d/data), plus ours.
@@ -372,96 +487,14 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
   CheckOptions options;
   std::string letters = "dsn";  // gpcheckperf's default
   for (const FlagValue& flag : parsed_flags->flags) {
-    const std::string& value = flag.value;
-    if (flag.Is("D")) {
-      options.per_host = true;
-    } else if (flag.Is("vV")) {
-      options.verbose = true;
-    } else if (flag.Is("help")) {
-      options.help = true;
-    } else if (flag.Is("json")) {
-      options.json = true;
-    } else if (flag.Is("duration")) {
-      // gpcheckperf's netperf length (its disk test is bounded by -S).
-      const auto duration = config::ParseDuration(value);
-      if (!duration || duration->count() <= 0) {
-        return R::Error("--duration: \"" + value + "\" is not a duration like 15s or 2m");
-      }
-      options.net_seconds = std::chrono::duration<double>(*duration).count();
-    } else if (flag.Is("api-port") || flag.Is("net-port")) {
-      auto port = ParsePort(value, flag.spelled);
-      if (!port) return R::Error(port.error());
-      (flag.Is("api-port") ? options.api_port : options.net_port) = *port;
-    } else if (flag.Is("token-file")) {
-      options.token_file = value;
-    } else if (flag.Is("tls")) {
-      options.tls = true;
-    } else if (flag.Is("insecure-http")) {
-      options.insecure_http = true;
-    } else if (flag.Is("ca-file") || flag.Is("cert-file") || flag.Is("key-file")) {
-      if (value.empty()) return R::Error(flag.spelled + " needs a file");
-      (flag.Is("ca-file") ? options.ca_file : flag.Is("cert-file") ? options.cert_file : options.key_file) = value;
-      options.tls = true;
-    } else if (flag.Is("basic-auth-user")) {
-      if (value.empty() || value.find(':') != std::string::npos) {
-        return R::Error(flag.spelled + ": \"" + value + "\" is not a user name (non-empty, no ':')");
-      }
-      options.basic_auth_user = value;
-    } else if (flag.Is("basic-auth-password-file")) {
-      if (value.empty()) return R::Error(flag.spelled + " needs a file");
-      options.basic_auth_password_file = value;
-    } else if (flag.Is("f")) {
-      auto hosts = ReadHostFile(value);
-      if (!hosts) return R::Error(hosts.error());
-      options.hosts.insert(options.hosts.end(), hosts->begin(), hosts->end());
-    } else if (flag.Is("stream-size")) {
-      std::uint64_t elements = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), elements);
-      if (ec != std::errc() || end != value.data() + value.size() || value.empty()) {
-        return R::Error("--stream-size: \"" + value + "\" is not a number of elements");
-      }
-      options.memory_options["array_elements"] = elements;
-    } else if (flag.Is("S") || flag.Is("B")) {
-      options.disk_options[flag.Is("S") ? "data_size" : "max_buffer_size"] = value;
-    } else {
-      // -d, -h and -r.
-      if (value.empty()) return R::Error("option " + flag.spelled + " needs a non-empty value");
-      if (flag.Is("d")) {
-        options.directories.push_back(value);
-      } else if (flag.Is("h")) {
-        options.hosts.push_back(value);
-      } else {
-        letters = value;
-      }
-    }
+    if (auto applied = ApplyCheckFlag(flag, &options, &letters); !applied) return R::Error(applied.error());
   }
   auto tests = ParseTestSelection(letters);
   if (!tests) return R::Error(tests.error());
   options.tests = *tests;
   if (!options.directories.empty()) options.disk_options["directories"] = options.directories;
   options.disk_options["method"] = "gpcheckperf";
-  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
-    if (auto spec = ParseHostSpec(options.hosts[i], options.api_port); !spec) return R::Error(spec.error());
-    if (std::find(options.hosts.begin(), options.hosts.begin() + static_cast<long>(i), options.hosts[i]) !=
-        options.hosts.begin() + static_cast<long>(i)) {
-      return R::Error("host \"" + options.hosts[i] + "\" is given twice");
-    }
-  }
-  if (options.tests.net != NetMode::kNone && options.net_seconds > 60) {
-    return R::Error("--duration: the network test runs at most 60s per link");
-  }
-  if (options.tests.disk && options.directories.empty() && !options.help) {
-    return R::Error("the disk test (-r d) needs at least one -d DIR");
-  }
-  if (options.tls && options.insecure_http) {
-    return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
-  }
-  if (options.cert_file.empty() != options.key_file.empty()) {
-    return R::Error("--cert-file and --key-file go together (a client certificate and its key)");
-  }
-  if (options.basic_auth_user.empty() != options.basic_auth_password_file.empty()) {
-    return R::Error("--basic-auth-user and --basic-auth-password-file go together");
-  }
+  if (auto valid = ValidateCheckOptions(options); !valid) return R::Error(valid.error());
   return options;
 }
 
@@ -597,6 +630,159 @@ std::optional<double> LinkRateFromNetResult(const nlohmann::json& net_result, co
 
 namespace {
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// How a test or link ended, for -v's lines.
+std::string Ending(const ProbeOutcome& outcome) {
+  return outcome.status == ProbeOutcome::Status::kSuccess ? std::string("done") : "failed (" + outcome.reason + ")";
+}
+
+// One check's tests on its hosts, each test on every host (or link) at once;
+// the hosts' threads report notes and steps through it.
+class CheckRunner {
+ public:
+  CheckRunner(const CheckOptions& options, const HostRunner& run_on, const CheckProgress& progress,
+              const std::vector<std::string>& hosts, const std::vector<HostSpec>& specs, CheckRun& run)
+      : options_(options), run_on_(run_on), progress_(progress), hosts_(hosts), specs_(specs), run_(run) {}
+
+  // The disk and stream tests; each host's figures land in check["hosts"].
+  void RunHostTests() {
+    json entries = json::array();
+    for (const std::string& host : hosts_) entries.push_back({{"host", host}});
+    if (options_.tests.disk) {
+      OnEveryHost("disk", "disk", options_.disk_options, "disk", DiskEntryFromDiskResult,
+                  "the disk result has no write or read figures", entries);
+    }
+    if (options_.tests.stream) {
+      OnEveryHost("stream", "memory", options_.memory_options, "stream", StreamEntryFromMemoryResult,
+                  "the memory result has no copy rate", entries);
+    }
+    run_.check["hosts"] = std::move(entries);
+  }
+
+  // The network test, round by round; the links' rates go to check["network"].
+  void RunNetworkTest() {
+    if (options_.tests.net == NetMode::kNone) return;
+    if (hosts_.size() < 2) {
+      // gpcheckperf's own wording: a network test needs two hosts.
+      Note("[Warning] single host only - abandon netperf test");
+      return;
+    }
+    json links = json::array();
+    const std::vector<NetworkRound> rounds = PlanNetworkRounds(hosts_.size(), options_.tests.net);
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
+      const NetworkRound& round = rounds[r];
+      Step(fmt::format("network test: round {}/{}, {} links", r + 1, rounds.size(), round.size()));
+      RecordLinks(round, RunLinks(round), links);
+    }
+    run_.check["network"] = {{"mode", std::string(ToString(options_.tests.net))}, {"links", std::move(links)}};
+  }
+
+ private:
+  // Hosts' threads report through these; the lock keeps lines whole.
+  void Note(std::string text) {
+    text = TerminalSafe(text);  // names hosts, which may come from a host file
+    std::lock_guard lock(progress_mu_);
+    if (progress_.on_note) progress_.on_note(text);
+    run_.notes.push_back(std::move(text));
+  }
+
+  void Step(const std::string& text) {
+    std::lock_guard lock(progress_mu_);
+    if (progress_.on_step) progress_.on_step(text);
+  }
+
+  // One test on every host at once; each host's figure lands in its entry.
+  void OnEveryHost(std::string_view test, std::string_view probe, const json& probe_options, const char* key,
+                   json (*entry_of)(const json&), std::string_view missing, json& entries) {
+    if (options_.verbose) {
+      for (const std::string& host : hosts_) Note(fmt::format("[Info] {} test on {}", test, host));
+    }
+    std::size_t done = 0;
+    Step(fmt::format("{} test: 0/{} hosts done", test, hosts_.size()));
+    const auto outcomes = RunConcurrently(hosts_.size(), [&](std::size_t i) {
+      const auto start = std::chrono::steady_clock::now();
+      ProbeOutcome outcome = run_on_(hosts_[i], probe, probe_options);
+      if (options_.verbose) {
+        Note(fmt::format("[Info] {} test on {} {} in {:.1f} s", test, hosts_[i], Ending(outcome), SecondsSince(start)));
+      }
+      std::lock_guard lock(progress_mu_);
+      ++done;
+      if (progress_.on_step) progress_.on_step(fmt::format("{} test: {}/{} hosts done", test, done, hosts_.size()));
+      return outcome;
+    });
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+      const ProbeOutcome& outcome = outcomes[i];
+      json entry = entry_of(outcome.result);
+      if (outcome.status != ProbeOutcome::Status::kSuccess) {
+        run_.errors.push_back(
+            fmt::format("{} test on {} failed: {}: {}", test, hosts_[i], outcome.reason, outcome.message));
+      } else if (entry.is_null()) {
+        run_.errors.push_back(fmt::format("{} test on {}: {}", test, hosts_[i], missing));
+      } else if (const auto invalid = InvalidEntry(entry)) {
+        run_.errors.push_back(fmt::format("{} test on {}: the host {}", test, hosts_[i], *invalid));
+      } else {
+        entries[i][key] = std::move(entry);
+      }
+    }
+  }
+
+  // A round's links at once: each link's sender runs the net probe at its receiver.
+  std::vector<ProbeOutcome> RunLinks(const NetworkRound& round) {
+    return RunConcurrently(round.size(), [&](std::size_t i) {
+      const auto [from, to] = round[i];
+      if (options_.verbose) Note(fmt::format("[Info] netperf {} -> {}", hosts_[from], hosts_[to]));
+      // Full speed (the net probe's largest rate cap), as netperf runs.
+      const json net_options = {{"hosts", {NetTarget(specs_[to], options_.net_port)}},
+                                {"tests", {"tcp-throughput"}},
+                                {"datarate", kNetFullSpeedMBps},
+                                {"duration", options_.net_seconds}};
+      const auto start = std::chrono::steady_clock::now();
+      ProbeOutcome outcome = run_on_(hosts_[from], "net", net_options);
+      if (options_.verbose) {
+        Note(fmt::format("[Info] netperf {} -> {} {} in {:.1f} s", hosts_[from], hosts_[to], Ending(outcome),
+                         SecondsSince(start)));
+      }
+      return outcome;
+    });
+  }
+
+  // Each link's rate into `links`, or its error into the run's errors.
+  void RecordLinks(const NetworkRound& round, const std::vector<ProbeOutcome>& outcomes, json& links) {
+    for (std::size_t i = 0; i < round.size(); ++i) {
+      const auto [from, to] = round[i];
+      const ProbeOutcome& outcome = outcomes[i];
+      std::string why;
+      std::optional<double> rate;
+      if (outcome.status == ProbeOutcome::Status::kSuccess) {
+        rate = LinkRateFromNetResult(outcome.result, NetTarget(specs_[to], options_.net_port), &why);
+      } else {
+        why = outcome.reason + ": " + outcome.message;
+      }
+      if (!rate) {
+        run_.errors.push_back(fmt::format("network test {} -> {} failed: {}", hosts_[from], hosts_[to], why));
+        continue;
+      }
+      if (const auto invalid = InvalidRate(*rate)) {
+        run_.errors.push_back(
+            fmt::format("network test {} -> {}: the host {} {}", hosts_[from], hosts_[to], hosts_[from], *invalid));
+        continue;
+      }
+      links.push_back({{"from", hosts_[from]}, {"to", hosts_[to]}, {"bytes_per_second", *rate}});
+    }
+  }
+
+  const CheckOptions& options_;
+  const HostRunner& run_on_;
+  const CheckProgress& progress_;
+  const std::vector<std::string>& hosts_;
+  const std::vector<HostSpec>& specs_;
+  CheckRun& run_;
+  std::mutex progress_mu_;
+};
+
 CheckRun RunCheckUnescaped(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
                            const CheckProgress& progress) {
   CheckRun run;
@@ -611,120 +797,9 @@ CheckRun RunCheckUnescaped(const CheckOptions& options, const HostRunner& run_on
     specs.push_back(*spec);
   }
   run.ran = true;
-  json entries = json::array();
-  for (const std::string& host : hosts) entries.push_back({{"host", host}});
-
-  // Hosts' threads report through these; the lock keeps lines whole.
-  std::mutex progress_mu;
-  const auto note = [&](std::string text) {
-    text = TerminalSafe(text);  // names hosts, which may come from a host file
-    std::lock_guard lock(progress_mu);
-    if (progress.on_note) progress.on_note(text);
-    run.notes.push_back(std::move(text));
-  };
-  const auto step = [&](const std::string& text) {
-    std::lock_guard lock(progress_mu);
-    if (progress.on_step) progress.on_step(text);
-  };
-  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const auto ending = [](const ProbeOutcome& outcome) {
-    return outcome.status == ProbeOutcome::Status::kSuccess ? std::string("done") : "failed (" + outcome.reason + ")";
-  };
-
-  // One test on every host at once; each host's figure lands in its entry.
-  const auto on_every_host = [&](std::string_view test, std::string_view probe, const json& probe_options,
-                                 const char* key, json (*entry_of)(const json&), std::string_view missing) {
-    if (options.verbose) {
-      for (const std::string& host : hosts) note(fmt::format("[Info] {} test on {}", test, host));
-    }
-    std::size_t done = 0;
-    step(fmt::format("{} test: 0/{} hosts done", test, hosts.size()));
-    const auto outcomes = RunConcurrently(hosts.size(), [&](std::size_t i) {
-      const auto start = std::chrono::steady_clock::now();
-      ProbeOutcome outcome = run_on(hosts[i], probe, probe_options);
-      if (options.verbose) {
-        note(fmt::format("[Info] {} test on {} {} in {:.1f} s", test, hosts[i], ending(outcome), seconds_since(start)));
-      }
-      std::lock_guard lock(progress_mu);
-      ++done;
-      if (progress.on_step) progress.on_step(fmt::format("{} test: {}/{} hosts done", test, done, hosts.size()));
-      return outcome;
-    });
-    for (std::size_t i = 0; i < hosts.size(); ++i) {
-      const ProbeOutcome& outcome = outcomes[i];
-      json entry = entry_of(outcome.result);
-      if (outcome.status != ProbeOutcome::Status::kSuccess) {
-        run.errors.push_back(
-            fmt::format("{} test on {} failed: {}: {}", test, hosts[i], outcome.reason, outcome.message));
-      } else if (entry.is_null()) {
-        run.errors.push_back(fmt::format("{} test on {}: {}", test, hosts[i], missing));
-      } else if (const auto invalid = InvalidEntry(entry)) {
-        run.errors.push_back(fmt::format("{} test on {}: the host {}", test, hosts[i], *invalid));
-      } else {
-        entries[i][key] = std::move(entry);
-      }
-    }
-  };
-  if (options.tests.disk) {
-    on_every_host("disk", "disk", options.disk_options, "disk", DiskEntryFromDiskResult,
-                  "the disk result has no write or read figures");
-  }
-  if (options.tests.stream) {
-    on_every_host("stream", "memory", options.memory_options, "stream", StreamEntryFromMemoryResult,
-                  "the memory result has no copy rate");
-  }
-  run.check["hosts"] = std::move(entries);
-
-  if (options.tests.net == NetMode::kNone) return run;
-  if (hosts.size() < 2) {
-    // gpcheckperf's own wording: a network test needs two hosts.
-    note("[Warning] single host only - abandon netperf test");
-    return run;
-  }
-  json links = json::array();
-  const std::vector<NetworkRound> rounds = PlanNetworkRounds(hosts.size(), options.tests.net);
-  for (std::size_t r = 0; r < rounds.size(); ++r) {
-    const NetworkRound& round = rounds[r];
-    step(fmt::format("network test: round {}/{}, {} links", r + 1, rounds.size(), round.size()));
-    const auto outcomes = RunConcurrently(round.size(), [&](std::size_t i) {
-      const auto [from, to] = round[i];
-      if (options.verbose) note(fmt::format("[Info] netperf {} -> {}", hosts[from], hosts[to]));
-      // Full speed (the net probe's largest rate cap), as netperf runs.
-      const json net_options = {{"hosts", {NetTarget(specs[to], options.net_port)}},
-                                {"tests", {"tcp-throughput"}},
-                                {"datarate", kNetFullSpeedMBps},
-                                {"duration", options.net_seconds}};
-      const auto start = std::chrono::steady_clock::now();
-      ProbeOutcome outcome = run_on(hosts[from], "net", net_options);
-      if (options.verbose) {
-        note(fmt::format("[Info] netperf {} -> {} {} in {:.1f} s", hosts[from], hosts[to], ending(outcome),
-                         seconds_since(start)));
-      }
-      return outcome;
-    });
-    for (std::size_t i = 0; i < round.size(); ++i) {
-      const auto [from, to] = round[i];
-      const ProbeOutcome& outcome = outcomes[i];
-      std::string why;
-      const auto rate = outcome.status == ProbeOutcome::Status::kSuccess
-                            ? LinkRateFromNetResult(outcome.result, NetTarget(specs[to], options.net_port), &why)
-                            : std::nullopt;
-      if (outcome.status != ProbeOutcome::Status::kSuccess) why = outcome.reason + ": " + outcome.message;
-      if (!rate) {
-        run.errors.push_back(fmt::format("network test {} -> {} failed: {}", hosts[from], hosts[to], why));
-        continue;
-      }
-      if (const auto invalid = InvalidRate(*rate)) {
-        run.errors.push_back(
-            fmt::format("network test {} -> {}: the host {} {}", hosts[from], hosts[to], hosts[from], *invalid));
-        continue;
-      }
-      links.push_back({{"from", hosts[from]}, {"to", hosts[to]}, {"bytes_per_second", *rate}});
-    }
-  }
-  run.check["network"] = {{"mode", std::string(ToString(options.tests.net))}, {"links", std::move(links)}};
+  CheckRunner runner(options, run_on, progress, hosts, specs, run);
+  runner.RunHostTests();
+  runner.RunNetworkTest();
   return run;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -100,6 +101,54 @@ Result<std::unique_ptr<HttpClient>> MakeRunApiClient(const CheckOptions& options
   return HttpClient::Create(std::move(settings));
 }
 
+// Other hosts run their tests through their run API, with the fleet's token:
+// sets up *client and *remote for them. An exit code when check must stop.
+std::optional<int> PrepareRemoteRuns(const CheckOptions& options, const CheckCommandContext& context,
+                                     std::unique_ptr<HttpClient>* client, cluster::RemoteRunOptions* remote) {
+  auto made = MakeRunApiClient(options);
+  if (!made) {
+    std::fprintf(stderr, "hostperf check: %s\n", made.error().c_str());
+    return 1;
+  }
+  *client = std::move(made).value();
+  remote->client = client->get();
+  remote->tls = options.tls;
+  const std::filesystem::path token_file =
+      !options.token_file.empty() ? options.token_file : context.config->api.token_file;
+  if (token_file.empty()) {
+    std::fputs(
+        "hostperf check: other hosts run their tests through their run API: give its token with "
+        "--token-file FILE or api.token_file in the config\n",
+        stderr);
+    return 1;
+  }
+  auto token = runs::ReadApiToken(token_file);
+  if (!token) {
+    std::fprintf(stderr, "hostperf check: %s\n", token.error().c_str());
+    return 1;
+  }
+  remote->token = *token;
+  if (!options.tls && !options.insecure_http) {
+    return context.usage_error(
+        "other hosts get the run API token with every request: use --tls (their --web.config.file serves "
+        "https), or --insecure-http to send it over plain http, in clear");
+  }
+  return std::nullopt;
+}
+
+// Prints the RESULT block (or the JSON document) and the errors; the exit code.
+int ReportCheckRun(const CheckRun& run, const CheckOptions& options) {
+  if (options.json) {
+    nlohmann::json document = run.check;
+    document["errors"] = run.errors;
+    std::printf("%s\n", document.dump(2).c_str());
+  } else if (run.ran) {
+    std::fputs(FormatCheckResult(run.check, {options.per_host, options.verbose}).c_str(), stdout);
+  }
+  for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());
+  return run.errors.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 std::string_view CheckCommandSummary() { return kSummary; }
@@ -122,34 +171,7 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
   remote.cancel = context.cancel;
   std::unique_ptr<HttpClient> client;
   if (any_remote) {
-    auto made = MakeRunApiClient(*parsed);
-    if (!made) {
-      std::fprintf(stderr, "hostperf check: %s\n", made.error().c_str());
-      return 1;
-    }
-    client = std::move(made).value();
-    remote.client = client.get();
-    remote.tls = parsed->tls;
-    const std::filesystem::path token_file =
-        !parsed->token_file.empty() ? parsed->token_file : context.config->api.token_file;
-    if (token_file.empty()) {
-      std::fputs(
-          "hostperf check: other hosts run their tests through their run API: give its token with "
-          "--token-file FILE or api.token_file in the config\n",
-          stderr);
-      return 1;
-    }
-    auto token = runs::ReadApiToken(token_file);
-    if (!token) {
-      std::fprintf(stderr, "hostperf check: %s\n", token.error().c_str());
-      return 1;
-    }
-    remote.token = *token;
-    if (!parsed->tls && !parsed->insecure_http) {
-      return context.usage_error(
-          "other hosts get the run API token with every request: use --tls (their --web.config.file serves "
-          "https), or --insecure-http to send it over plain http, in clear");
-    }
+    if (const auto stop = PrepareRemoteRuns(*parsed, context, &client, &remote)) return *stop;
   }
   const HostRunner run_on = [&](const std::string& host, std::string_view probe, const nlohmann::json& options) {
     const auto spec = ParseHostSpec(host, parsed->api_port);
@@ -176,15 +198,7 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
   };
   const auto run = RunCheck(*parsed, run_on, local, progress);
   line.reset();
-  if (parsed->json) {
-    nlohmann::json document = run.check;
-    document["errors"] = run.errors;
-    std::printf("%s\n", document.dump(2).c_str());
-  } else if (run.ran) {
-    std::fputs(FormatCheckResult(run.check, {parsed->per_host, parsed->verbose}).c_str(), stdout);
-  }
-  for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());
-  return run.errors.empty() ? 0 : 1;
+  return ReportCheckRun(run, *parsed);
 }
 
 }  // namespace hostperf::cluster

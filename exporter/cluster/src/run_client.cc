@@ -1,6 +1,7 @@
 #include "hostperf/cluster/run_client.h"
 
 #include <cctype>
+#include <optional>
 #include <thread>
 
 #include "hostperf/base/files.h"
@@ -70,13 +71,10 @@ ProbeOutcome::Status StatusFromName(const std::string& name) {
   return ProbeOutcome::Status::kFailure;
 }
 
-}  // namespace
-
-ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::string_view probe,
-                         const nlohmann::json& options, const RemoteRunOptions& settings) {
-  const std::string where = Where(host, port);
-  if (settings.client == nullptr) return ProbeOutcome::Failure("remote_error", "no HTTP client configured");
-  const RunApi api(host, port, settings);
+// Posts the one-probe run. Fills *id and returns nothing when the peer
+// accepted it, else the outcome that says why it did not.
+std::optional<ProbeOutcome> SubmitRun(const RunApi& api, const std::string& where, std::string_view probe,
+                                      const nlohmann::json& options, std::string* id) {
   const json body = {{"probes", {std::string(probe)}}, {"options", {{std::string(probe), options}}}};
   const auto submitted = api.Call("POST", "/api/v1/runs", body.dump());
   if (!submitted) return TransferFailure(submitted.failure());
@@ -88,20 +86,46 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
     return ProbeOutcome::Failure(
         "remote_rejected", where + " refused the run (HTTP " + std::to_string(status) + "): " + ErrorText(*submitted));
   }
-  std::string id;
   try {
     const json accepted = JsonDepthError(submitted->body, kMaxStoredJsonDepth).empty() ? json::parse(submitted->body)
                                                                                        : json(json::value_t::discarded);
     if (status == 202 && accepted.is_object() && accepted.contains("id") && accepted["id"].is_string()) {
-      id = accepted["id"];
+      *id = accepted["id"];
     }
   } catch (const json::exception&) {
   }
-  if (id.empty()) {
+  if (id->empty()) {
     return ProbeOutcome::Failure("remote_error", where + " answered the submission with HTTP " +
                                                      std::to_string(status) + ": " + ErrorText(*submitted));
   }
+  return std::nullopt;
+}
 
+// The probe's outcome from a run record that is no longer queued or running.
+ProbeOutcome OutcomeOfEndedRun(const json& run, const std::string& state, std::string_view probe, const std::string& id,
+                               const std::string& where) {
+  const json outcome = run.contains("outcomes") && run["outcomes"].is_object()
+                           ? run["outcomes"].value(std::string(probe), json::object())
+                           : json::object();
+  json result = run.contains("results") && run["results"].is_object()
+                    ? run["results"].value(std::string(probe), json::object())
+                    : json::object();
+  if (!outcome.is_object() || outcome.empty()) {
+    return ProbeOutcome::Failure("remote_error", "run " + id + " on " + where + " ended " + state + " (" +
+                                                     run.value("reason", std::string()) + ") without a " +
+                                                     std::string(probe) + " outcome");
+  }
+  ProbeOutcome out;
+  out.status = StatusFromName(outcome.value("status", std::string()));
+  out.reason = outcome.value("reason", std::string());
+  out.message = outcome.value("message", std::string());
+  out.result = std::move(result);
+  return out;
+}
+
+// Polls run `id` until it ends, is cancelled, times out or the peer fails.
+ProbeOutcome WaitForRun(const RunApi& api, const std::string& where, std::string_view probe, const std::string& id,
+                        const RemoteRunOptions& settings) {
   const std::string run_path = "/api/v1/runs/" + id;
   const auto deadline = std::chrono::steady_clock::now() + settings.run_timeout;
   int transport_failures = 0;
@@ -134,24 +158,20 @@ ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::strin
     }
     const std::string state = run.value("state", "");
     if (state == "queued" || state == "running") continue;
-    const json outcome = run.contains("outcomes") && run["outcomes"].is_object()
-                             ? run["outcomes"].value(std::string(probe), json::object())
-                             : json::object();
-    json result = run.contains("results") && run["results"].is_object()
-                      ? run["results"].value(std::string(probe), json::object())
-                      : json::object();
-    if (!outcome.is_object() || outcome.empty()) {
-      return ProbeOutcome::Failure("remote_error", "run " + id + " on " + where + " ended " + state + " (" +
-                                                       run.value("reason", std::string()) + ") without a " +
-                                                       std::string(probe) + " outcome");
-    }
-    ProbeOutcome out;
-    out.status = StatusFromName(outcome.value("status", std::string()));
-    out.reason = outcome.value("reason", std::string());
-    out.message = outcome.value("message", std::string());
-    out.result = std::move(result);
-    return out;
+    return OutcomeOfEndedRun(run, state, probe, id, where);
   }
+}
+
+}  // namespace
+
+ProbeOutcome RunOnRemote(const std::string& host, std::uint16_t port, std::string_view probe,
+                         const nlohmann::json& options, const RemoteRunOptions& settings) {
+  const std::string where = Where(host, port);
+  if (settings.client == nullptr) return ProbeOutcome::Failure("remote_error", "no HTTP client configured");
+  const RunApi api(host, port, settings);
+  std::string id;
+  if (auto failed = SubmitRun(api, where, probe, options, &id)) return std::move(*failed);
+  return WaitForRun(api, where, probe, id, settings);
 }
 
 }  // namespace hostperf::cluster
