@@ -241,6 +241,43 @@ std::optional<std::pair<std::string, std::string>> AbsoluteFormPath(const std::s
   return std::make_pair(rest.substr(0, question), rest.substr(question + 1));
 }
 
+// Copies the request's headers, names lower-cased; returns how many
+// Content-Length headers it carried.
+int CopyHeaders(const mg_request_info& info, HttpRequest& request) {
+  int content_lengths = 0;
+  for (int i = 0; i < info.num_headers; ++i) {
+    std::string name = Lower(info.http_headers[i].name);
+    if (name == "content-length") ++content_lengths;
+    request.headers[std::move(name)] = info.http_headers[i].value;
+  }
+  return content_lengths;
+}
+
+// Reads the body into `body`; false once it grows beyond `max_bytes`.
+// Without Content-Length (chunked) this reads up to the limit and refuses beyond.
+bool ReadBody(mg_connection* connection, std::size_t max_bytes, std::string& body) {
+  char buffer[8192];
+  for (;;) {
+    const int n = mg_read(connection, buffer, sizeof(buffer));
+    if (n <= 0) return true;
+    body.append(buffer, static_cast<std::size_t>(n));
+    if (body.size() > max_bytes) return false;
+  }
+}
+
+HttpResponse RunHandler(const HttpHandler& handler, const HttpRequest& request) {
+  try {
+    return handler(request);
+  } catch (const std::exception& e) {
+    // A handler bug must not take the server down.
+    spdlog::error("http handler for {} failed: {}", request.path, e.what());
+  } catch (...) {
+    // Nothing may unwind into CivetWeb's C code.
+    spdlog::error("http handler for {} failed with a non-standard exception", request.path);
+  }
+  return HttpResponse::Text(500, "internal error");
+}
+
 }  // namespace
 
 // Every open connection to the server's ports, found by walking the
@@ -654,12 +691,7 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request, bool unrou
   const mg_request_info* info = mg_get_request_info(connection);
   request.method = info->request_method != nullptr ? info->request_method : "";
   request.remote_address = info->remote_addr;
-  int content_lengths = 0;
-  for (int i = 0; i < info->num_headers; ++i) {
-    std::string name = Lower(info->http_headers[i].name);
-    if (name == "content-length") ++content_lengths;
-    request.headers[std::move(name)] = info->http_headers[i].value;
-  }
+  const int content_lengths = CopyHeaders(*info, request);
   const bool head_only = request.method == "HEAD";
   const std::string peer = request.remote_address + ":" + std::to_string(info->remote_port);
   connections_->SetBusy(peer, true);
@@ -713,32 +745,13 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request, bool unrou
     return refuse(
         HttpResponse::Text(413, "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
   }
-  // Without Content-Length (chunked) read up to the limit and refuse beyond.
-  char buffer[8192];
-  for (;;) {
-    const int n = mg_read(connection, buffer, sizeof(buffer));
-    if (n <= 0) break;
-    request.body.append(buffer, static_cast<std::size_t>(n));
-    if (request.body.size() > options_.max_body_bytes) return refuse(HttpResponse::Text(413, "request body too large"));
+  if (!ReadBody(connection, options_.max_body_bytes, request.body)) {
+    return refuse(HttpResponse::Text(413, "request body too large"));
   }
 
-  HttpResponse response;
   const auto route = FindRoute(request.path);
-  if (route == routes_.end()) {
-    response = HttpResponse::Text(404, "not found: " + request.path);
-  } else {
-    try {
-      response = route->second(request);
-    } catch (const std::exception& e) {
-      // A handler bug must not take the server down.
-      spdlog::error("http handler for {} failed: {}", request.path, e.what());
-      response = HttpResponse::Text(500, "internal error");
-    } catch (...) {
-      // Nothing may unwind into CivetWeb's C code.
-      spdlog::error("http handler for {} failed with a non-standard exception", request.path);
-      response = HttpResponse::Text(500, "internal error");
-    }
-  }
+  HttpResponse response = route == routes_.end() ? HttpResponse::Text(404, "not found: " + request.path)
+                                                 : RunHandler(route->second, request);
   if (options_.guard != nullptr) {
     for (auto& header : options_.guard->ResponseHeaders()) response.headers.push_back(std::move(header));
   }
