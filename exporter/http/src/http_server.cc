@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -276,6 +277,52 @@ HttpResponse RunHandler(const HttpHandler& handler, const HttpRequest& request) 
     spdlog::error("http handler for {} failed with a non-standard exception", request.path);
   }
   return HttpResponse::Text(500, "internal error");
+}
+
+// CivetWeb's configuration as name/value strings; the strings live as long
+// as this object, the pointer list ends with nullptr.
+class CivetConfig {
+ public:
+  CivetConfig(const HttpServerOptions& options, std::string ports)
+      : ports_(std::move(ports)),
+        threads_(std::to_string(options.worker_threads)),
+        timeout_(std::to_string(options.request_timeout.count())),
+        keep_alive_(options.keep_alive_timeout.count() > 0),
+        keep_alive_timeout_(std::to_string(keep_alive_ ? options.keep_alive_timeout.count() : 0)) {}
+
+  std::array<const char*, 13> Options() const {
+    return {"listening_ports",
+            ports_.c_str(),
+            "num_threads",
+            threads_.c_str(),
+            "request_timeout_ms",
+            timeout_.c_str(),
+            "enable_keep_alive",
+            keep_alive_ ? "yes" : "no",
+            "keep_alive_timeout_ms",
+            keep_alive_timeout_.c_str(),
+            "listen_backlog",
+            "256",
+            nullptr};
+  }
+
+ private:
+  std::string ports_;
+  std::string threads_;
+  std::string timeout_;
+  bool keep_alive_;
+  std::string keep_alive_timeout_;
+};
+
+// CivetWeb logs to stderr by default; route its messages through spdlog.
+int LogCivetMessage(const mg_connection* /*connection*/, const char* message) {
+  spdlog::debug("http: {}", message);
+  return 1;
+}
+
+int NoteErrorPage(mg_connection* /*connection*/, int /*status*/, const char* /*message*/) {
+  t_error_sent = true;
+  return 1;  // CivetWeb sends its error page
 }
 
 }  // namespace
@@ -547,29 +594,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   server->connections_ =
       std::make_unique<ConnectionTable>(options.max_connections_per_source, MaxHeldConnections(options.worker_threads),
                                         options.on_connection_evicted, tls);
-  const std::string threads = std::to_string(options.worker_threads);
-  const std::string timeout = std::to_string(options.request_timeout.count());
-  const bool keep_alive = options.keep_alive_timeout.count() > 0;
-  const std::string keep_alive_timeout = std::to_string(keep_alive ? options.keep_alive_timeout.count() : 0);
-  const char* civet_options[] = {"listening_ports",
-                                 ports->c_str(),
-                                 "num_threads",
-                                 threads.c_str(),
-                                 "request_timeout_ms",
-                                 timeout.c_str(),
-                                 "enable_keep_alive",
-                                 keep_alive ? "yes" : "no",
-                                 "keep_alive_timeout_ms",
-                                 keep_alive_timeout.c_str(),
-                                 "listen_backlog",
-                                 "256",
-                                 nullptr};
+  const CivetConfig config(options, *ports);
+  auto civet_options = config.Options();
   mg_callbacks callbacks{};
-  // CivetWeb logs to stderr by default; route its messages through spdlog.
-  callbacks.log_message = [](const mg_connection*, const char* message) {
-    spdlog::debug("http: {}", message);
-    return 1;
-  };
+  callbacks.log_message = LogCivetMessage;
   // A worker picked a connection up and is about to read from it: admit it
   // (per-source limit) first. For TLS the handshake observer does the same
   // before the handshake reads the ClientHello.
@@ -580,10 +608,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     if (self != nullptr) self->connections_->Scan();
     return 0;
   };
-  callbacks.http_error = [](mg_connection*, int, const char*) {
-    t_error_sent = true;
-    return 1;  // CivetWeb sends its error page
-  };
+  callbacks.http_error = NoteErrorPage;
   callbacks.connection_close = [](const mg_connection* connection) {
     const mg_context* context = mg_get_context(connection);
     auto* self = context != nullptr ? static_cast<HttpServer*>(mg_get_user_data(context)) : nullptr;
@@ -602,7 +627,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = server.get();
-  init.configuration_options = civet_options;
+  init.configuration_options = civet_options.data();
   char error_text[256] = {0};
   unsigned error_code = 0;
   mg_error_data error{&error_code, error_text, sizeof(error_text)};
