@@ -182,6 +182,113 @@ struct SlistDeleter {
   void operator()(curl_slist* list) const { Curl().slist_free_all(list); }
 };
 
+// Where, how long and through which callbacks one transfer runs.
+void SetTransferOptions(const CurlApi& api, CURL* c, const HttpClientSettings& settings, const HttpRequest& request,
+                        Transfer& transfer, char* error) {
+  api.easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  api.easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  // Threads of our own: no SIGALRM-based resolver timeouts.
+  api.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  // Cluster-internal traffic: http_proxy and friends from the environment
+  // would route it through a proxy that cannot reach the hosts.
+  api.easy_setopt(c, CURLOPT_PROXY, "");
+  api.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings.connect_timeout.count()));
+  api.easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
+  if (request.stall_timeout.count() > 0) {
+    api.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    api.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(request.stall_timeout.count()));
+  }
+  api.easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
+  api.easy_setopt(c, CURLOPT_WRITEDATA, &transfer);
+  api.easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
+  api.easy_setopt(c, CURLOPT_HEADERDATA, &transfer);
+  if (request.follow_redirects) {
+    api.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    api.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    api.easy_setopt(c, CURLOPT_POSTREDIR, static_cast<long>(CURL_REDIR_POST_ALL));
+  }
+}
+
+// The client's trust anchors, certificate and credentials.
+void SetTlsAndAuthOptions(const CurlApi& api, CURL* c, const HttpClientSettings& settings) {
+  if (!settings.ca_file.empty()) api.easy_setopt(c, CURLOPT_CAINFO, settings.ca_file.c_str());
+  if (!settings.cert_file.empty()) {
+    api.easy_setopt(c, CURLOPT_SSLCERT, settings.cert_file.c_str());
+    api.easy_setopt(c, CURLOPT_SSLKEY, settings.key_file.c_str());
+  }
+  if (!settings.basic_user.empty()) {
+    api.easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    api.easy_setopt(c, CURLOPT_USERNAME, settings.basic_user.c_str());
+    api.easy_setopt(c, CURLOPT_PASSWORD, settings.basic_password.c_str());
+  } else if (settings.negotiate) {
+    // libcurl answers a 401 Negotiate challenge with a token from the ticket
+    // cache; the empty user:password is how it is told to try.
+    api.easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_NEGOTIATE));
+    api.easy_setopt(c, CURLOPT_USERPWD, ":");
+  }
+}
+
+// The request's headers plus a JSON content type for a body without one.
+std::unique_ptr<curl_slist, SlistDeleter> RequestHeaders(const CurlApi& api, const HttpRequest& request,
+                                                         bool sends_body) {
+  curl_slist* raw_headers = nullptr;
+  bool has_content_type = false;
+  for (const auto& [name, value] : request.headers) {
+    has_content_type = has_content_type || Lower(name) == "content-type";
+    raw_headers = api.slist_append(raw_headers, (name + ": " + value).c_str());
+  }
+  if (sends_body && !has_content_type) {
+    raw_headers = api.slist_append(raw_headers, "Content-Type: application/json");
+  }
+  // No 100-continue round trip before a body.
+  raw_headers = api.slist_append(raw_headers, "Expect:");
+  return std::unique_ptr<curl_slist, SlistDeleter>(raw_headers);
+}
+
+void SetMethodOptions(const CurlApi& api, CURL* c, const HttpRequest& request, bool sends_body) {
+  if (request.method == "GET") {
+    api.easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else if (request.method == "HEAD") {
+    api.easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else {
+    if (request.method != "POST") api.easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    if (sends_body) {
+      api.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      api.easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
+    }
+  }
+}
+
+// The classified error of a failed transfer: its kind and message.
+Failure TransferFailure(CURLcode code, const Transfer& transfer, const HttpRequest& request, const std::string& url,
+                        const std::string& detail) {
+  const std::string where = Where(url);
+  if (transfer.too_large) {
+    return Failure{"too_large",
+                   "the answer from " + where + " is larger than " + std::to_string(request.max_body >> 10) + " KiB"};
+  }
+  if (transfer.aborted) return Failure{"aborted", "the transfer from " + where + " was stopped"};
+  if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT) {
+    return Failure{"unreachable", "cannot connect to " + where + ": " + detail};
+  }
+  if (code == CURLE_OPERATION_TIMEDOUT) {
+    return Failure{"timeout",
+                   "no answer from " + where + " within " + std::to_string(request.timeout.count()) + " ms: " + detail};
+  }
+  const bool https = url.rfind("https://", 0) == 0;
+  // Under TLS 1.3 a refused client certificate arrives as an alert on the
+  // first read, after the handshake looked done.
+  const bool tls_alert =
+      https && (code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR) && detail.find("SSL") != std::string::npos;
+  if (IsTlsError(code) || tls_alert) return Failure{"tls", "TLS with " + where + " failed: " + detail};
+  if (code == CURLE_GOT_NOTHING && !https) {
+    return Failure{"transport", request.method + " " + where + " failed: " + detail + " (is it a TLS port?)"};
+  }
+  return Failure{"transport", request.method + " " + where + " failed: " + detail};
+}
+
 }  // namespace
 
 std::string HttpReply::Header(std::string_view name) const {
@@ -222,103 +329,19 @@ Result<HttpReply> HttpClient::Send(const HttpRequest& request) const {
   Transfer transfer{c, &request, &reply};
   std::array<char, CURL_ERROR_SIZE> error{};
 
-  api.easy_setopt(c, CURLOPT_URL, request.url.c_str());
-  api.easy_setopt(c, CURLOPT_ERRORBUFFER, error.data());
-  // Threads of our own: no SIGALRM-based resolver timeouts.
-  api.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  // Cluster-internal traffic: http_proxy and friends from the environment
-  // would route it through a proxy that cannot reach the hosts.
-  api.easy_setopt(c, CURLOPT_PROXY, "");
-  api.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  api.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  api.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
-  api.easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-  if (request.stall_timeout.count() > 0) {
-    api.easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    api.easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(request.stall_timeout.count()));
-  }
-  api.easy_setopt(c, CURLOPT_WRITEFUNCTION, OnBody);
-  api.easy_setopt(c, CURLOPT_WRITEDATA, &transfer);
-  api.easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
-  api.easy_setopt(c, CURLOPT_HEADERDATA, &transfer);
-  if (request.follow_redirects) {
-    api.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    api.easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    api.easy_setopt(c, CURLOPT_POSTREDIR, static_cast<long>(CURL_REDIR_POST_ALL));
-  }
-  if (!settings_.ca_file.empty()) api.easy_setopt(c, CURLOPT_CAINFO, settings_.ca_file.c_str());
-  if (!settings_.cert_file.empty()) {
-    api.easy_setopt(c, CURLOPT_SSLCERT, settings_.cert_file.c_str());
-    api.easy_setopt(c, CURLOPT_SSLKEY, settings_.key_file.c_str());
-  }
-  if (!settings_.basic_user.empty()) {
-    api.easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
-    api.easy_setopt(c, CURLOPT_USERNAME, settings_.basic_user.c_str());
-    api.easy_setopt(c, CURLOPT_PASSWORD, settings_.basic_password.c_str());
-  } else if (settings_.negotiate) {
-    // libcurl answers a 401 Negotiate challenge with a token from the ticket
-    // cache; the empty user:password is how it is told to try.
-    api.easy_setopt(c, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_NEGOTIATE));
-    api.easy_setopt(c, CURLOPT_USERPWD, ":");
-  }
-
-  curl_slist* raw_headers = nullptr;
-  bool has_content_type = false;
-  for (const auto& [name, value] : request.headers) {
-    has_content_type = has_content_type || Lower(name) == "content-type";
-    raw_headers = api.slist_append(raw_headers, (name + ": " + value).c_str());
-  }
+  SetTransferOptions(api, c, settings_, request, transfer, error.data());
+  SetTlsAndAuthOptions(api, c, settings_);
   const bool sends_body = !request.body.empty() || request.method == "POST" || request.method == "PUT";
-  if (sends_body && !has_content_type) {
-    raw_headers = api.slist_append(raw_headers, "Content-Type: application/json");
-  }
-  // No 100-continue round trip before a body.
-  raw_headers = api.slist_append(raw_headers, "Expect:");
-  std::unique_ptr<curl_slist, SlistDeleter> headers(raw_headers);
+  const std::unique_ptr<curl_slist, SlistDeleter> headers = RequestHeaders(api, request, sends_body);
   api.easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-
-  if (request.method == "GET") {
-    api.easy_setopt(c, CURLOPT_HTTPGET, 1L);
-  } else if (request.method == "HEAD") {
-    api.easy_setopt(c, CURLOPT_NOBODY, 1L);
-  } else {
-    if (request.method != "POST") api.easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-    if (sends_body) {
-      api.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-      api.easy_setopt(c, CURLOPT_POSTFIELDS, request.body.c_str());
-    }
-  }
+  SetMethodOptions(api, c, request, sends_body);
 
   const CURLcode code = api.easy_perform(c);
   char* last_url = nullptr;
   api.easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &last_url);
   reply.url = last_url != nullptr ? last_url : request.url;
-  const std::string where = Where(reply.url);
   const std::string detail = error[0] != '\0' ? error.data() : api.easy_strerror(code);
-  if (code != CURLE_OK) {
-    if (transfer.too_large) {
-      return R::Error("too_large", "the answer from " + where + " is larger than " +
-                                       std::to_string(request.max_body >> 10) + " KiB");
-    }
-    if (transfer.aborted) return R::Error("aborted", "the transfer from " + where + " was stopped");
-    if (code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_CONNECT) {
-      return R::Error("unreachable", "cannot connect to " + where + ": " + detail);
-    }
-    if (code == CURLE_OPERATION_TIMEDOUT) {
-      return R::Error("timeout", "no answer from " + where + " within " + std::to_string(request.timeout.count()) +
-                                     " ms: " + detail);
-    }
-    const bool https = reply.url.rfind("https://", 0) == 0;
-    // Under TLS 1.3 a refused client certificate arrives as an alert on the
-    // first read, after the handshake looked done.
-    const bool tls_alert =
-        https && (code == CURLE_RECV_ERROR || code == CURLE_SEND_ERROR) && detail.find("SSL") != std::string::npos;
-    if (IsTlsError(code) || tls_alert) return R::Error("tls", "TLS with " + where + " failed: " + detail);
-    if (code == CURLE_GOT_NOTHING && !https) {
-      return R::Error("transport", request.method + " " + where + " failed: " + detail + " (is it a TLS port?)");
-    }
-    return R::Error("transport", request.method + " " + where + " failed: " + detail);
-  }
+  if (code != CURLE_OK) return TransferFailure(code, transfer, request, reply.url, detail);
   long status = 0;
   api.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   reply.status = static_cast<int>(status);

@@ -22,6 +22,36 @@ constexpr std::string_view kFullRunActive = "full_run_active";
 // How long a probe may take to honour cancellation at shutdown.
 constexpr std::chrono::seconds kShutdownGrace(5);
 
+probes::ScheduledContext MakeContext(const probes::Probe& probe, const config::ProbeSchedule& schedule,
+                                     const config::Config& config, const std::atomic<bool>* cancel,
+                                     probes::ImpactBudget* budget, steady_clock::time_point deadline) {
+  probes::ScheduledContext context;
+  context.cancel = cancel;
+  if (const auto section = config.probes.find(probe.Name()); section != config.probes.end()) {
+    context.settings = section->second.settings;
+  }
+  context.schedule = schedule;
+  context.budget_limits = config.budget;
+  context.budget = budget;
+  context.deadline = deadline;
+  return context;
+}
+
+// Runs the probe on a thread of its own; its outcome arrives in `result`.
+std::thread StartProbeThread(probes::Probe& probe, const probes::ScheduledContext& context,
+                             std::future<probes::ProbeOutcome>& result) {
+  // Probe::RunScheduled never throws: it is the probe boundary.
+  auto task = std::make_shared<std::packaged_task<probes::ProbeOutcome()>>(
+      [&probe, context] { return probe.RunScheduled(context); });
+  result = task->get_future();
+  return std::thread([task] {
+    // The budget is charged with this thread's CPU time (and that of the
+    // probe's own worker threads), not the whole process's.
+    const probes::ProbeCpuScope charged;
+    (*task)();
+  });
+}
+
 }  // namespace
 
 Scheduler::Scheduler(std::vector<probes::Probe*> probes, const Clock& clock, FrameworkMetrics& metrics,
@@ -165,27 +195,11 @@ void Scheduler::Skipped(Entry& entry, std::string_view reason, steady_clock::tim
 
 probes::ProbeOutcome Scheduler::Execute(probes::Probe& probe, const config::ProbeSchedule& schedule,
                                         std::shared_ptr<const config::Config> config) {
-  probes::ScheduledContext context;
-  context.cancel = &cancel_;
-  if (const auto section = config->probes.find(probe.Name()); section != config->probes.end()) {
-    context.settings = section->second.settings;
-  }
-  context.schedule = schedule;
-  context.budget_limits = config->budget;
-  context.budget = gate_ ? &gate_->budget() : nullptr;
   const auto deadline = steady_clock::now() + schedule.timeout;
-  context.deadline = deadline;
-
-  // Probe::RunScheduled never throws: it is the probe boundary.
-  auto task = std::make_shared<std::packaged_task<probes::ProbeOutcome()>>(
-      [&probe, context] { return probe.RunScheduled(context); });
-  std::future<probes::ProbeOutcome> result = task->get_future();
-  std::thread worker([task] {
-    // The budget is charged with this thread's CPU time (and that of the
-    // probe's own worker threads), not the whole process's.
-    const probes::ProbeCpuScope charged;
-    (*task)();
-  });
+  const probes::ScheduledContext context =
+      MakeContext(probe, schedule, *config, &cancel_, gate_ ? &gate_->budget() : nullptr, deadline);
+  std::future<probes::ProbeOutcome> result;
+  std::thread worker = StartProbeThread(probe, context, result);
 
   std::function<void()> heartbeat;
   nanoseconds period;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -239,6 +240,89 @@ std::optional<std::pair<std::string, std::string>> AbsoluteFormPath(const std::s
   const auto question = rest.find('?');
   if (question == std::string::npos) return std::make_pair(rest, std::string());
   return std::make_pair(rest.substr(0, question), rest.substr(question + 1));
+}
+
+// Copies the request's headers, names lower-cased; returns how many
+// Content-Length headers it carried.
+int CopyHeaders(const mg_request_info& info, HttpRequest& request) {
+  int content_lengths = 0;
+  for (int i = 0; i < info.num_headers; ++i) {
+    std::string name = Lower(info.http_headers[i].name);
+    if (name == "content-length") ++content_lengths;
+    request.headers[std::move(name)] = info.http_headers[i].value;
+  }
+  return content_lengths;
+}
+
+// Reads the body into `body`; false once it grows beyond `max_bytes`.
+// Without Content-Length (chunked) this reads up to the limit and refuses beyond.
+bool ReadBody(mg_connection* connection, std::size_t max_bytes, std::string& body) {
+  char buffer[8192];
+  for (;;) {
+    const int n = mg_read(connection, buffer, sizeof(buffer));
+    if (n <= 0) return true;
+    body.append(buffer, static_cast<std::size_t>(n));
+    if (body.size() > max_bytes) return false;
+  }
+}
+
+HttpResponse RunHandler(const HttpHandler& handler, const HttpRequest& request) {
+  try {
+    return handler(request);
+  } catch (const std::exception& e) {
+    // A handler bug must not take the server down.
+    spdlog::error("http handler for {} failed: {}", request.path, e.what());
+  } catch (...) {
+    // Nothing may unwind into CivetWeb's C code.
+    spdlog::error("http handler for {} failed with a non-standard exception", request.path);
+  }
+  return HttpResponse::Text(500, "internal error");
+}
+
+// CivetWeb's configuration as name/value strings; the strings live as long
+// as this object, the pointer list ends with nullptr.
+class CivetConfig {
+ public:
+  CivetConfig(const HttpServerOptions& options, std::string ports)
+      : ports_(std::move(ports)),
+        threads_(std::to_string(options.worker_threads)),
+        timeout_(std::to_string(options.request_timeout.count())),
+        keep_alive_(options.keep_alive_timeout.count() > 0),
+        keep_alive_timeout_(std::to_string(keep_alive_ ? options.keep_alive_timeout.count() : 0)) {}
+
+  std::array<const char*, 13> Options() const {
+    return {"listening_ports",
+            ports_.c_str(),
+            "num_threads",
+            threads_.c_str(),
+            "request_timeout_ms",
+            timeout_.c_str(),
+            "enable_keep_alive",
+            keep_alive_ ? "yes" : "no",
+            "keep_alive_timeout_ms",
+            keep_alive_timeout_.c_str(),
+            "listen_backlog",
+            "256",
+            nullptr};
+  }
+
+ private:
+  std::string ports_;
+  std::string threads_;
+  std::string timeout_;
+  bool keep_alive_;
+  std::string keep_alive_timeout_;
+};
+
+// CivetWeb logs to stderr by default; route its messages through spdlog.
+int LogCivetMessage(const mg_connection* /*connection*/, const char* message) {
+  spdlog::debug("http: {}", message);
+  return 1;
+}
+
+int NoteErrorPage(mg_connection* /*connection*/, int /*status*/, const char* /*message*/) {
+  t_error_sent = true;
+  return 1;  // CivetWeb sends its error page
 }
 
 }  // namespace
@@ -510,29 +594,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   server->connections_ =
       std::make_unique<ConnectionTable>(options.max_connections_per_source, MaxHeldConnections(options.worker_threads),
                                         options.on_connection_evicted, tls);
-  const std::string threads = std::to_string(options.worker_threads);
-  const std::string timeout = std::to_string(options.request_timeout.count());
-  const bool keep_alive = options.keep_alive_timeout.count() > 0;
-  const std::string keep_alive_timeout = std::to_string(keep_alive ? options.keep_alive_timeout.count() : 0);
-  const char* civet_options[] = {"listening_ports",
-                                 ports->c_str(),
-                                 "num_threads",
-                                 threads.c_str(),
-                                 "request_timeout_ms",
-                                 timeout.c_str(),
-                                 "enable_keep_alive",
-                                 keep_alive ? "yes" : "no",
-                                 "keep_alive_timeout_ms",
-                                 keep_alive_timeout.c_str(),
-                                 "listen_backlog",
-                                 "256",
-                                 nullptr};
+  const CivetConfig config(options, *ports);
+  auto civet_options = config.Options();
   mg_callbacks callbacks{};
-  // CivetWeb logs to stderr by default; route its messages through spdlog.
-  callbacks.log_message = [](const mg_connection*, const char* message) {
-    spdlog::debug("http: {}", message);
-    return 1;
-  };
+  callbacks.log_message = LogCivetMessage;
   // A worker picked a connection up and is about to read from it: admit it
   // (per-source limit) first. For TLS the handshake observer does the same
   // before the handshake reads the ClientHello.
@@ -543,10 +608,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
     if (self != nullptr) self->connections_->Scan();
     return 0;
   };
-  callbacks.http_error = [](mg_connection*, int, const char*) {
-    t_error_sent = true;
-    return 1;  // CivetWeb sends its error page
-  };
+  callbacks.http_error = NoteErrorPage;
   callbacks.connection_close = [](const mg_connection* connection) {
     const mg_context* context = mg_get_context(connection);
     auto* self = context != nullptr ? static_cast<HttpServer*>(mg_get_user_data(context)) : nullptr;
@@ -565,7 +627,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = server.get();
-  init.configuration_options = civet_options;
+  init.configuration_options = civet_options.data();
   char error_text[256] = {0};
   unsigned error_code = 0;
   mg_error_data error{&error_code, error_text, sizeof(error_text)};
@@ -654,12 +716,7 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request, bool unrou
   const mg_request_info* info = mg_get_request_info(connection);
   request.method = info->request_method != nullptr ? info->request_method : "";
   request.remote_address = info->remote_addr;
-  int content_lengths = 0;
-  for (int i = 0; i < info->num_headers; ++i) {
-    std::string name = Lower(info->http_headers[i].name);
-    if (name == "content-length") ++content_lengths;
-    request.headers[std::move(name)] = info->http_headers[i].value;
-  }
+  const int content_lengths = CopyHeaders(*info, request);
   const bool head_only = request.method == "HEAD";
   const std::string peer = request.remote_address + ":" + std::to_string(info->remote_port);
   connections_->SetBusy(peer, true);
@@ -713,32 +770,13 @@ int HttpServer::Serve(mg_connection* connection, HttpRequest request, bool unrou
     return refuse(
         HttpResponse::Text(413, "request body larger than " + std::to_string(options_.max_body_bytes) + " bytes"));
   }
-  // Without Content-Length (chunked) read up to the limit and refuse beyond.
-  char buffer[8192];
-  for (;;) {
-    const int n = mg_read(connection, buffer, sizeof(buffer));
-    if (n <= 0) break;
-    request.body.append(buffer, static_cast<std::size_t>(n));
-    if (request.body.size() > options_.max_body_bytes) return refuse(HttpResponse::Text(413, "request body too large"));
+  if (!ReadBody(connection, options_.max_body_bytes, request.body)) {
+    return refuse(HttpResponse::Text(413, "request body too large"));
   }
 
-  HttpResponse response;
   const auto route = FindRoute(request.path);
-  if (route == routes_.end()) {
-    response = HttpResponse::Text(404, "not found: " + request.path);
-  } else {
-    try {
-      response = route->second(request);
-    } catch (const std::exception& e) {
-      // A handler bug must not take the server down.
-      spdlog::error("http handler for {} failed: {}", request.path, e.what());
-      response = HttpResponse::Text(500, "internal error");
-    } catch (...) {
-      // Nothing may unwind into CivetWeb's C code.
-      spdlog::error("http handler for {} failed with a non-standard exception", request.path);
-      response = HttpResponse::Text(500, "internal error");
-    }
-  }
+  HttpResponse response = route == routes_.end() ? HttpResponse::Text(404, "not found: " + request.path)
+                                                 : RunHandler(route->second, request);
   if (options_.guard != nullptr) {
     for (auto& header : options_.guard->ResponseHeaders()) response.headers.push_back(std::move(header));
   }

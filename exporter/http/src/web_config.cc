@@ -355,18 +355,11 @@ Result<WebConfig> ReadWebConfig(const std::filesystem::path& file) {
   return ParseWebConfig(*text, file);
 }
 
-Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::string& source) {
-  using R = Result<TlsContextPtr>;
-  for (const auto& [what, path] : {std::pair<const char*, const std::filesystem::path&>{"cert_file", tls.cert_file},
-                                   {"key_file", tls.key_file},
-                                   {"client_ca_file", tls.client_ca_file}}) {
-    if (path.empty()) continue;
-    if (auto readable = Readable(source, what, path); !readable) return readable.failure();
-  }
-  ERR_clear_error();
-  TlsContextPtr context(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
-  if (!context) return R::Error(source + ": cannot create a TLS context: " + OpenSslError());
-  SSL_CTX* ctx = context.get();
+namespace {
+
+// The certificate chain and its private key, which must match.
+Result<void> LoadKeyPair(SSL_CTX* ctx, const TlsServerConfig& tls, const std::string& source) {
+  using R = Result<void>;
   if (SSL_CTX_use_certificate_chain_file(ctx, tls.cert_file.c_str()) != 1) {
     return R::Error(source + ": cert_file " + tls.cert_file.string() + ": " + OpenSslError());
   }
@@ -384,10 +377,16 @@ Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::str
     return R::Error(mismatch);
   }
   ERR_clear_error();
+  return R::Ok();
+}
+
+// The TLS 1.2 cipher list, each named suite required to be there (OpenSSL
+// silently drops unknown ones).
+Result<void> SetCipherList(SSL_CTX* ctx, const TlsServerConfig& tls, const std::string& source) {
+  using R = Result<void>;
   if (SSL_CTX_set_cipher_list(ctx, tls.cipher_list.c_str()) != 1) {
     return R::Error(source + ": cipher_suites: none of " + tls.cipher_list + " is available: " + OpenSslError());
   }
-  // Each named suite must be there (OpenSSL silently drops unknown ones).
   for (std::size_t start = 0; start <= tls.cipher_list.size();) {
     const std::size_t end = std::min(tls.cipher_list.find(':', start), tls.cipher_list.size());
     const std::string name = tls.cipher_list.substr(start, end - start);
@@ -399,29 +398,26 @@ Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::str
     if (!found) return R::Error(source + ": cipher_suites: " + name + " is not available in this OpenSSL");
     start = end + 1;
   }
-  if (SSL_CTX_set1_groups_list(ctx, tls.groups.c_str()) != 1) {
-    return R::Error(source + ": curve_preferences " + tls.groups + ": " + OpenSslError());
+  return R::Ok();
+}
+
+// The CAs client certificates are checked against and named to clients.
+Result<void> LoadClientCas(SSL_CTX* ctx, const TlsServerConfig& tls, const std::string& source) {
+  using R = Result<void>;
+  if (tls.client_ca_file.empty()) return R::Ok();
+  if (SSL_CTX_load_verify_locations(ctx, tls.client_ca_file.c_str(), nullptr) != 1) {
+    return R::Error(source + ": client_ca_file " + tls.client_ca_file.string() + ": " + OpenSslError());
   }
-  if (tls.prefer_server_cipher_suites) {
-    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-  } else {
-    SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.client_ca_file.c_str());
+  if (names == nullptr) {
+    return R::Error(source + ": client_ca_file " + tls.client_ca_file.string() + " holds no certificate");
   }
-  if (SSL_CTX_set_min_proto_version(ctx, tls.min_version) != 1 ||
-      SSL_CTX_set_max_proto_version(ctx, tls.max_version) != 1) {
-    return R::Error(source + ": cannot set the TLS versions: " + OpenSslError());
-  }
-  if (!tls.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, tls.client_ca_file.c_str(), nullptr) != 1) {
-      return R::Error(source + ": client_ca_file " + tls.client_ca_file.string() + ": " + OpenSslError());
-    }
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(tls.client_ca_file.c_str());
-    if (names == nullptr) {
-      return R::Error(source + ": client_ca_file " + tls.client_ca_file.string() + " holds no certificate");
-    }
-    SSL_CTX_set_client_CA_list(ctx, names);
-  }
-  switch (tls.client_auth_type) {
+  SSL_CTX_set_client_CA_list(ctx, names);
+  return R::Ok();
+}
+
+void SetClientVerification(SSL_CTX* ctx, ClientAuthType type) {
+  switch (type) {
     case ClientAuthType::kNoClientCert:
       SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
       break;
@@ -438,6 +434,38 @@ Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::str
       SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
       break;
   }
+}
+
+}  // namespace
+
+Result<TlsContextPtr> BuildTlsContext(const TlsServerConfig& tls, const std::string& source) {
+  using R = Result<TlsContextPtr>;
+  for (const auto& [what, path] : {std::pair<const char*, const std::filesystem::path&>{"cert_file", tls.cert_file},
+                                   {"key_file", tls.key_file},
+                                   {"client_ca_file", tls.client_ca_file}}) {
+    if (path.empty()) continue;
+    if (auto readable = Readable(source, what, path); !readable) return readable.failure();
+  }
+  ERR_clear_error();
+  TlsContextPtr context(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (!context) return R::Error(source + ": cannot create a TLS context: " + OpenSslError());
+  SSL_CTX* ctx = context.get();
+  if (auto loaded = LoadKeyPair(ctx, tls, source); !loaded) return loaded.failure();
+  if (auto ciphers = SetCipherList(ctx, tls, source); !ciphers) return ciphers.failure();
+  if (SSL_CTX_set1_groups_list(ctx, tls.groups.c_str()) != 1) {
+    return R::Error(source + ": curve_preferences " + tls.groups + ": " + OpenSslError());
+  }
+  if (tls.prefer_server_cipher_suites) {
+    SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  } else {
+    SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  }
+  if (SSL_CTX_set_min_proto_version(ctx, tls.min_version) != 1 ||
+      SSL_CTX_set_max_proto_version(ctx, tls.max_version) != 1) {
+    return R::Error(source + ": cannot set the TLS versions: " + OpenSslError());
+  }
+  if (auto cas = LoadClientCas(ctx, tls, source); !cas) return cas.failure();
+  SetClientVerification(ctx, tls.client_auth_type);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
   static constexpr unsigned char kSessionId[] = "hostperf";

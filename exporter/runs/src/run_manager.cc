@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <utility>
 
@@ -107,6 +108,75 @@ prometheus::ClientMetric Gauge(double value, std::vector<prometheus::ClientMetri
   return metric;
 }
 
+// hostperf_full_runs_total, one series per final state.
+prometheus::MetricFamily FinishedRunsFamily(std::map<std::string, double>& counts) {
+  prometheus::MetricFamily total{"hostperf_full_runs_total",
+                                 "Full runs finished since the daemon started, by final state.",
+                                 prometheus::MetricType::Counter,
+                                 {}};
+  for (const char* state : kFinalStates) {
+    prometheus::ClientMetric metric;
+    metric.label = {Label("state", state)};
+    metric.counter.value = counts[state];
+    total.metric.push_back(std::move(metric));
+  }
+  return total;
+}
+
+prometheus::MetricFamily HistoryErrorsFamily(std::map<std::string, double>& history_errors) {
+  prometheus::MetricFamily history_error_total{
+      "hostperf_full_run_history_errors_total",
+      "Run history errors since the daemon started: unloadable (found at start-up and moved aside, or left "
+      "untouched when it could not be moved), write (a history not written).",
+      prometheus::MetricType::Counter,
+      {}};
+  for (const char* error : {"unloadable", "write"}) {
+    prometheus::ClientMetric metric;
+    metric.label = {Label("error", error)};
+    metric.counter.value = history_errors[error];
+    history_error_total.metric.push_back(std::move(metric));
+  }
+  return history_error_total;
+}
+
+// The last finish time, success, duration and headline figures of each
+// probe, from its newest run in `runs` (oldest first); in that order.
+std::array<prometheus::MetricFamily, 4> LastRunFamilies(const std::vector<json>& runs) {
+  using prometheus::MetricFamily;
+  using prometheus::MetricType;
+  MetricFamily timestamp{"hostperf_full_run_last_timestamp_seconds",
+                         "Unix time the probe's last full run finished.",
+                         MetricType::Gauge,
+                         {}};
+  MetricFamily success{
+      "hostperf_full_run_success", "1 if the probe's last full run succeeded, else 0.", MetricType::Gauge, {}};
+  MetricFamily duration{
+      "hostperf_full_run_duration_seconds", "Wall-clock time of the probe's last full run.", MetricType::Gauge, {}};
+  MetricFamily figure{"hostperf_full_run_figure",
+                      "Headline figures of the probe's last full run, base units (see docs/metrics.md).",
+                      MetricType::Gauge,
+                      {}};
+  std::map<std::string, bool> seen;
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    const json outcomes = run->value("outcomes", json::object());
+    if (!outcomes.is_object()) continue;
+    for (const auto& [probe, outcome] : outcomes.items()) {
+      if (seen[probe] || !outcome.is_object()) continue;
+      seen[probe] = true;
+      const auto probe_label = Label("probe", probe);
+      timestamp.metric.push_back(Gauge(NumberOr(outcome, "finished_unix_seconds", 0), {probe_label}));
+      success.metric.push_back(Gauge(StringOr(outcome, "status") == "success" ? 1 : 0, {probe_label}));
+      duration.metric.push_back(Gauge(NumberOr(outcome, "duration_seconds", 0), {probe_label}));
+      const json results = run->value("results", json::object());
+      const json result = results.is_object() ? results.value(probe, json::object()) : json::object();
+      for (const probes::Figure& f : probes::HeadlineFigures(probe, result)) {
+        figure.metric.push_back(Gauge(f.value, {Label("figure", f.name), probe_label, Label("subject", f.subject)}));
+      }
+    }
+  }
+  return {std::move(timestamp), std::move(success), std::move(duration), std::move(figure)};
+}
+
 }  // namespace
 
 // hostperf_full_run_*: built from the run history at scrape time, so that the
@@ -130,74 +200,22 @@ class RunManager::Collector final : public prometheus::Collectable {
       active = manager_.active_.has_value();
     }
     using prometheus::MetricFamily;
-    using prometheus::MetricType;
     MetricFamily active_family{"hostperf_full_run_active",
                                "1 while a full run is queued or running, else 0.",
-                               MetricType::Gauge,
+                               prometheus::MetricType::Gauge,
                                {Gauge(active ? 1 : 0, {})}};
-    MetricFamily total{"hostperf_full_runs_total",
-                       "Full runs finished since the daemon started, by final state.",
-                       MetricType::Counter,
-                       {}};
-    for (const char* state : kFinalStates) {
-      prometheus::ClientMetric metric;
-      metric.label = {Label("state", state)};
-      metric.counter.value = counts[state];
-      total.metric.push_back(std::move(metric));
-    }
-    MetricFamily timestamp{"hostperf_full_run_last_timestamp_seconds",
-                           "Unix time the probe's last full run finished.",
-                           MetricType::Gauge,
-                           {}};
-    MetricFamily success{
-        "hostperf_full_run_success", "1 if the probe's last full run succeeded, else 0.", MetricType::Gauge, {}};
-    MetricFamily duration{
-        "hostperf_full_run_duration_seconds", "Wall-clock time of the probe's last full run.", MetricType::Gauge, {}};
-    MetricFamily figure{"hostperf_full_run_figure",
-                        "Headline figures of the probe's last full run, base units (see docs/metrics.md).",
-                        MetricType::Gauge,
-                        {}};
-    std::map<std::string, bool> seen;
-    for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-      const json outcomes = run->value("outcomes", json::object());
-      if (!outcomes.is_object()) continue;
-      for (const auto& [probe, outcome] : outcomes.items()) {
-        if (seen[probe] || !outcome.is_object()) continue;
-        seen[probe] = true;
-        const auto probe_label = Label("probe", probe);
-        timestamp.metric.push_back(Gauge(NumberOr(outcome, "finished_unix_seconds", 0), {probe_label}));
-        success.metric.push_back(Gauge(StringOr(outcome, "status") == "success" ? 1 : 0, {probe_label}));
-        duration.metric.push_back(Gauge(NumberOr(outcome, "duration_seconds", 0), {probe_label}));
-        const json results = run->value("results", json::object());
-        const json result = results.is_object() ? results.value(probe, json::object()) : json::object();
-        for (const probes::Figure& f : probes::HeadlineFigures(probe, result)) {
-          figure.metric.push_back(Gauge(f.value, {Label("figure", f.name), probe_label, Label("subject", f.subject)}));
-        }
-      }
-    }
     MetricFamily history_loaded{"hostperf_full_run_history_loaded_runs",
                                 "Full runs loaded from the run history at start-up.",
-                                MetricType::Gauge,
+                                prometheus::MetricType::Gauge,
                                 {Gauge(static_cast<double>(loaded), {})}};
-    MetricFamily history_error_total{
-        "hostperf_full_run_history_errors_total",
-        "Run history errors since the daemon started: unloadable (found at start-up and moved aside, or left "
-        "untouched when it could not be moved), write (a history not written).",
-        MetricType::Counter,
-        {}};
-    for (const char* error : {"unloadable", "write"}) {
-      prometheus::ClientMetric metric;
-      metric.label = {Label("error", error)};
-      metric.counter.value = history_errors[error];
-      history_error_total.metric.push_back(std::move(metric));
-    }
     std::vector<MetricFamily> families;
     families.push_back(std::move(active_family));
-    families.push_back(std::move(total));
+    families.push_back(FinishedRunsFamily(counts));
     families.push_back(std::move(history_loaded));
-    families.push_back(std::move(history_error_total));
-    for (MetricFamily* family : {&timestamp, &success, &duration, &figure}) {
-      if (!family->metric.empty()) families.push_back(std::move(*family));
+    families.push_back(HistoryErrorsFamily(history_errors));
+    // The per-probe families only once some probe has a last run.
+    for (MetricFamily& family : LastRunFamilies(runs)) {
+      if (!family.metric.empty()) families.push_back(std::move(family));
     }
     return families;
   }

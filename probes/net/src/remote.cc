@@ -55,81 +55,12 @@ class RemotePeersImpl final : public RemotePeers {
     for (const std::string& destination : destinations) hosts_.push_back({destination, "", "", "", ""});
     const auto step = std::chrono::duration_cast<Clock::duration>(options_.step_timeout);
     if (!options_.installed) {
-      Say("creating a directory under " + options_.tmp_dir + " on " + std::to_string(hosts_.size()) + " hosts");
-      std::vector<std::vector<std::string>> commands;
-      for (const RemoteHost& host : hosts_) {
-        commands.push_back(Ssh(host.destination, "mktemp -d " + Quote(options_.tmp_dir + "/hostperf.XXXXXX")));
-      }
-      const auto made = RunAll(commands, step, cancelled);
-      static const std::regex kDirectory("^/[A-Za-z0-9._/+-]*/hostperf\\.[A-Za-z0-9]+$");
-      for (std::size_t i = 0; i < hosts_.size(); ++i) {
-        const std::string dir = LastLine(made[i].out);
-        if (made[i].status == 0 && std::regex_match(dir, kDirectory)) {
-          hosts_[i].directory = dir;
-        } else {
-          hosts_[i].error = made[i].status == 0 ? "mktemp printed an unexpected directory \"" + dir + "\""
-                                                : Why(made[i], "ssh (mktemp -d in " + options_.tmp_dir + ")");
-        }
-      }
-      Say("copying hostperf-peer to " + std::to_string(Ready()) + " hosts");
-      commands.clear();
-      for (const RemoteHost& host : hosts_) {
-        commands.push_back(host.error.empty()
-                               ? Scp(options_.peer_program, host.destination + ":" + host.directory + "/hostperf-peer")
-                               : std::vector<std::string>{});
-      }
-      const auto copied = RunAll(commands, step, cancelled);
-      for (std::size_t i = 0; i < hosts_.size(); ++i) {
-        if (hosts_[i].error.empty() && copied[i].status != 0) hosts_[i].error = Why(copied[i], "scp");
-      }
+      MakeDirectories(step, cancelled);
+      CopyPeerProgram(step, cancelled);
     }
     Say("starting hostperf-peer on " + std::to_string(Ready()) + " hosts");
-    peers_.resize(hosts_.size());
-    logs_.resize(hosts_.size());
-    for (std::size_t i = 0; i < hosts_.size(); ++i) {
-      RemoteHost& host = hosts_[i];
-      if (!host.error.empty()) continue;
-      const std::string program = options_.installed ? options_.installed_program : host.directory + "/hostperf-peer";
-      std::string command = "exec " + Quote(program) + " --ports " + std::to_string(options_.port);
-      if (!host.directory.empty()) command += " --remove-dir " + Quote(host.directory);
-      auto log = OpenLog(host);
-      if (!log) {
-        host.error = "ssh: " + log.error();
-        continue;
-      }
-      logs_[i] = std::move(log).value();
-      peers_[i] = std::make_unique<Child>();
-      if (!peers_[i]->Spawn(Ssh(host.destination, command), logs_[i].get())) {
-        host.error = "ssh: " + peers_[i]->error();
-        continue;
-      }
-      // The secret travels on the encrypted session's standard input only.
-      peers_[i]->Write(secret_line + "\n");
-    }
-    const auto deadline = Clock::now() + step;
-    while (Clock::now() < deadline && !cancelled()) {
-      bool waiting = false;
-      for (std::size_t i = 0; i < hosts_.size(); ++i) {
-        RemoteHost& host = hosts_[i];
-        if (!host.error.empty() || !host.target.empty()) continue;
-        peers_[i]->Drain();
-        const std::string& out = peers_[i]->out();
-        if (out.find("hostperf-peer ready") != std::string::npos && out.find('\n') != std::string::npos) {
-          host.target = HostOf(host.destination) + ":" + std::to_string(options_.port);
-        } else if (peers_[i]->Poll()) {
-          host.error = "hostperf-peer did not start: " + LastLine(ReadLogTail(logs_[i].get(), kLogTailBytes));
-        } else {
-          waiting = true;
-        }
-      }
-      if (!waiting) break;
-      ::usleep(20000);
-    }
-    for (RemoteHost& host : hosts_) {
-      if (host.error.empty() && host.target.empty()) {
-        host.error = cancelled() ? "cancelled" : "hostperf-peer did not report ready in time";
-      }
-    }
+    SpawnPeers(secret_line);
+    AwaitReady(step, cancelled);
   }
 
   void Stop() override {
@@ -193,6 +124,92 @@ class RemotePeersImpl final : public RemotePeers {
   }
   void Say(const std::string& line) {
     if (progress_) progress_(line);
+  }
+
+  // A fresh directory under tmp_dir on each host, for the copied program.
+  void MakeDirectories(Clock::duration step, const std::function<bool()>& cancelled) {
+    Say("creating a directory under " + options_.tmp_dir + " on " + std::to_string(hosts_.size()) + " hosts");
+    std::vector<std::vector<std::string>> commands;
+    for (const RemoteHost& host : hosts_) {
+      commands.push_back(Ssh(host.destination, "mktemp -d " + Quote(options_.tmp_dir + "/hostperf.XXXXXX")));
+    }
+    const auto made = RunAll(commands, step, cancelled);
+    static const std::regex kDirectory("^/[A-Za-z0-9._/+-]*/hostperf\\.[A-Za-z0-9]+$");
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+      const std::string dir = LastLine(made[i].out);
+      if (made[i].status == 0 && std::regex_match(dir, kDirectory)) {
+        hosts_[i].directory = dir;
+      } else {
+        hosts_[i].error = made[i].status == 0 ? "mktemp printed an unexpected directory \"" + dir + "\""
+                                              : Why(made[i], "ssh (mktemp -d in " + options_.tmp_dir + ")");
+      }
+    }
+  }
+  void CopyPeerProgram(Clock::duration step, const std::function<bool()>& cancelled) {
+    Say("copying hostperf-peer to " + std::to_string(Ready()) + " hosts");
+    std::vector<std::vector<std::string>> commands;
+    for (const RemoteHost& host : hosts_) {
+      commands.push_back(host.error.empty()
+                             ? Scp(options_.peer_program, host.destination + ":" + host.directory + "/hostperf-peer")
+                             : std::vector<std::string>{});
+    }
+    const auto copied = RunAll(commands, step, cancelled);
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+      if (hosts_[i].error.empty() && copied[i].status != 0) hosts_[i].error = Why(copied[i], "scp");
+    }
+  }
+  // One ssh session running hostperf-peer per host still without an error.
+  void SpawnPeers(const std::string& secret_line) {
+    peers_.resize(hosts_.size());
+    logs_.resize(hosts_.size());
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+      RemoteHost& host = hosts_[i];
+      if (!host.error.empty()) continue;
+      const std::string program = options_.installed ? options_.installed_program : host.directory + "/hostperf-peer";
+      std::string command = "exec " + Quote(program) + " --ports " + std::to_string(options_.port);
+      if (!host.directory.empty()) command += " --remove-dir " + Quote(host.directory);
+      auto log = OpenLog(host);
+      if (!log) {
+        host.error = "ssh: " + log.error();
+        continue;
+      }
+      logs_[i] = std::move(log).value();
+      peers_[i] = std::make_unique<Child>();
+      if (!peers_[i]->Spawn(Ssh(host.destination, command), logs_[i].get())) {
+        host.error = "ssh: " + peers_[i]->error();
+        continue;
+      }
+      // The secret travels on the encrypted session's standard input only.
+      peers_[i]->Write(secret_line + "\n");
+    }
+  }
+  // Waits up to `step` for each spawned peer's ready line; a host without
+  // one gets an error.
+  void AwaitReady(Clock::duration step, const std::function<bool()>& cancelled) {
+    const auto deadline = Clock::now() + step;
+    while (Clock::now() < deadline && !cancelled()) {
+      bool waiting = false;
+      for (std::size_t i = 0; i < hosts_.size(); ++i) {
+        RemoteHost& host = hosts_[i];
+        if (!host.error.empty() || !host.target.empty()) continue;
+        peers_[i]->Drain();
+        const std::string& out = peers_[i]->out();
+        if (out.find("hostperf-peer ready") != std::string::npos && out.find('\n') != std::string::npos) {
+          host.target = HostOf(host.destination) + ":" + std::to_string(options_.port);
+        } else if (peers_[i]->Poll()) {
+          host.error = "hostperf-peer did not start: " + LastLine(ReadLogTail(logs_[i].get(), kLogTailBytes));
+        } else {
+          waiting = true;
+        }
+      }
+      if (!waiting) break;
+      ::usleep(20000);
+    }
+    for (RemoteHost& host : hosts_) {
+      if (host.error.empty() && host.target.empty()) {
+        host.error = cancelled() ? "cancelled" : "hostperf-peer did not report ready in time";
+      }
+    }
   }
   // With collect_logs, log_dir/hostperf-peer.<host>.log (named in
   // `host.log_file`); otherwise a private file without a name, so that
