@@ -119,13 +119,13 @@ namespace {
 
 void HandleOne(const std::uint8_t* data, std::size_t size) {
   static Api api;  // lives for the whole process, like the daemon's
-  HttpRequest request;
+  hostperf::http::HttpRequest request;
   request.method = "POST";
   request.path = std::string(kRunsPath);
   request.headers["authorization"] = "Bearer fuzz-token";
   request.body.assign(reinterpret_cast<const char*>(data), size);
 
-  const HttpResponse response = api.api->Handle(request);  // throws: a crash
+  const hostperf::http::HttpResponse response = api.api->Handle(request);  // throws: a crash
   if (response.status < 400 || response.status >= 500) std::abort();
   const json answer = json::parse(response.body, nullptr, /*allow_exceptions=*/false);
   if (!answer.is_object() || !answer.contains("error") || !answer["error"].is_string()) std::abort();

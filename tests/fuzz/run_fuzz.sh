@@ -11,7 +11,8 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(net_protocol config units run_api web_config)
 command -v clang++ >/dev/null || { echo "clang++ not installed (.ci/deps installs clang and libclang-rt-14-dev)" >&2; exit 1; }
 cmake -S "$here/project" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" "${targets[@]/%/_fuzzer}" >/dev/null
+# ninja prints compile errors on stdout: shown only when the build fails.
+ninja -C "$build" "${targets[@]/%/_fuzzer}" >"$build/ninja.log" 2>&1 || { cat "$build/ninja.log" >&2; exit 1; }
 for target in "${targets[@]}"; do
   # New inputs go to the first (scratch) directory; the seeds stay as they are.
   corpus=$build/corpus/$target

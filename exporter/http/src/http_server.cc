@@ -393,6 +393,7 @@ class HttpServer::ConnectionTable {
         continue;
       }
       Entry entry{fd, SourceKey(peer), PeerText(peer), ++order_, generation_, false, false};
+      entry.busy = busy_peers_.count(entry.peer) > 0;
       by_peer_[entry.peer] = inode;
       grown.insert(entry.source);
       live_.emplace(inode, std::move(entry));
@@ -419,8 +420,16 @@ class HttpServer::ConnectionTable {
   }
 
   // Inside a request (head read, not yet answered): not evicted.
+  // A request can start on a connection the table has not registered yet;
+  // it is remembered, so that the walk that registers it does not evict it
+  // while its handler runs.
   void SetBusy(const std::string& peer, bool busy) {
     std::lock_guard lock(mu_);
+    if (busy) {
+      busy_peers_.insert(peer);
+    } else {
+      busy_peers_.erase(peer);
+    }
     const auto it = by_peer_.find(peer);
     if (it == by_peer_.end()) return;
     if (const auto entry = live_.find(it->second); entry != live_.end()) entry->second.busy = busy;
@@ -513,6 +522,8 @@ class HttpServer::ConnectionTable {
   std::unordered_map<ino_t, Entry> live_;
   std::unordered_map<ino_t, std::uint64_t> ignored_;  // inode -> last walk that saw it
   std::unordered_map<std::string, ino_t> by_peer_;
+  // Peers inside a request (SetBusy), registered or not: one per request in flight.
+  std::unordered_set<std::string> busy_peers_;
 };
 
 std::string HttpRequest::Header(const std::string& lower_name) const {
