@@ -3,12 +3,17 @@
 // directories where files belong, a NUL in a path, secrets others can read.
 // Each is refused with a clear message, and the daemon keeps serving on what
 // it had and still stops on SIGTERM.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +22,7 @@
 #include <thread>
 
 #include "daemon_fault_harness.h"
+#include "netns_harness.h"
 #include "process_harness.h"
 
 namespace hostperf::testing {
@@ -270,6 +276,94 @@ TEST(FilesFault, ConfigCheckRefusesWhatTheDaemonRefuses) {
                                     ") names \"192.0.2.10:9580\", on port 9580, the exporter's HTTP port: list the "
                                     "peers' responder addresses instead"));
   EXPECT_THAT(scrape.out, Not(HasSubstr("config OK")));
+}
+
+// An HTTP server on loopback that answers every request 400, as a scrape
+// target answers a stray request; counts the connections it took.
+class HttpAnswerer {
+ public:
+  HttpAnswerer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    ::listen(fd_, 16);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd pfd{fd_, POLLIN, 0};
+        if (::poll(&pfd, 1, 100) <= 0) continue;
+        const int conn = ::accept(fd_, nullptr, nullptr);
+        if (conn < 0) continue;
+        char buffer[512];
+        (void)!::recv(conn, buffer, sizeof(buffer), 0);
+        static constexpr char kReply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        (void)!::send(conn, kReply, sizeof(kReply) - 1, MSG_NOSIGNAL);
+        ::close(conn);
+      }
+    });
+  }
+  ~HttpAnswerer() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// The rest of the start-up checks on the network probe's files: a peer
+// list naming an HTTP endpoint (here on its own port, not the exporter's),
+// and orchestration keys the daemon could not use. A peer that is merely
+// down at start is no error.
+TEST(FilesFault, ConfigCheckRefusesHttpPeersAndUnusableOrchestrationKeys) {
+  TempDir dir;
+  const auto check = [](const std::string& config) {
+    return RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.check", "--config.file=" + config}, seconds(30));
+  };
+  const std::string secret = dir.Write("secret", kSecret);
+  const auto net = [&](const std::string& extra) {
+    return Config(dir, "") + "[probes.net]\nports = [" + std::to_string(FreeLoopbackPort()) + "]\nsecret_file = \"" +
+           secret + "\"\n" + extra;
+  };
+  HttpAnswerer http;
+  const std::string http_peer = "127.0.0.1:" + std::to_string(http.port());
+  const CommandResult answered = check(dir.Write("http.toml", net("peers = [\"" + http_peer + "\"]\n")));
+  EXPECT_EQ(answered.status, 1) << answered.out;
+  EXPECT_THAT(answered.err,
+              HasSubstr("probes.net: the peer list names \"" + http_peer + "\", whose port " +
+                        std::to_string(http.port()) + " answers HTTP: list the peers' responder addresses instead"));
+  EXPECT_THAT(answered.out, Not(HasSubstr("config OK")));
+  ChildProcess daemon(HOSTPERF_EXPORTER_BIN,
+                      {"--config.file=" + dir.path() + "/http.toml", "--web.listen-address=127.0.0.1:0"});
+  ASSERT_EQ(daemon.Wait(seconds(20)), 1) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("answers HTTP"));
+
+  // Down (nothing listens): fine.
+  const std::string down_peer = "127.0.0.1:" + std::to_string(FreeLoopbackPort());
+  const CommandResult down = check(dir.Write("down.toml", net("peers = [\"" + down_peer + "\"]\n")));
+  EXPECT_EQ(down.status, 0) << down.out << down.err;
+
+  // A private key others can read; a public key file that holds none.
+  const std::string key = dir.path() + "/orchestration.key";
+  ASSERT_EQ(RunCommand(Find("openssl"), {"genpkey", "-algorithm", "ed25519", "-out", key}, seconds(20)).status, 0);
+  ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+  const CommandResult loose_key = check(dir.Write("key.toml", net("orchestration_key_file = \"" + key + "\"\n")));
+  EXPECT_EQ(loose_key.status, 1) << loose_key.out;
+  EXPECT_THAT(loose_key.err, HasSubstr("probes.net.orchestration_key_file: \"" + key + "\": has mode 0644"));
+  const std::string junk = dir.Write("orchestration.pub", "not a key\n");
+  const CommandResult bad_public =
+      check(dir.Write("pub.toml", net("orchestration_public_key_file = \"" + junk + "\"\n")));
+  EXPECT_EQ(bad_public.status, 1) << bad_public.out;
+  EXPECT_THAT(bad_public.err, HasSubstr("orchestration public key file " + junk + " holds no PEM public key"));
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 // ends of its veth: that host's sent and received figures drop, the others'
 // stay near the rate, and the findings name that host. (c) A host killed
 // mid-test: the run ends within a bounded time with that host reported.
+// (d) Only the orchestration key the daemons trust runs plans.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,6 +43,9 @@ class NetMeshTest : public ::testing::Test {
     mesh_ = std::make_unique<Mesh>(kHosts);
     if (!mesh_->ok()) GTEST_SKIP() << "cannot set up network namespaces on a bridge here: " << mesh_->error();
     dir_.Write("secret", kSecret);
+    // The coordinator's orchestration key, as an operator makes it; the
+    // daemons trust its public half.
+    ASSERT_TRUE(MakeOrchestrationKey("orchestration"));
     port_ = FreeLoopbackPort();
     // Each daemon lists the four hosts: a plan may only name members of the
     // responder's own peer list.
@@ -53,16 +58,32 @@ class NetMeshTest : public ::testing::Test {
                               "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
                               "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\nbind_address = \"" +
                               mesh_->Address(i) + "\"\nports = [" + std::to_string(port_) + "]\nsecret_file = \"" +
-                              dir_.path() + "/secret\"\npeers = [" + peers + "]\n");
+                              dir_.path() + "/secret\"\npeers = [" + peers + "]\norchestration_public_key_file = \"" +
+                              dir_.path() + "/orchestration.pub\"\n");
       daemons_.push_back(std::make_unique<FaultDaemon>(
           config, std::vector<std::string>{Find("ip"), "netns", "exec", mesh_->Namespace(i)}));
       ASSERT_NE(daemons_.back()->Port(), 0) << daemons_.back()->process().Stderr();
     }
-    cli_config_ = dir_.Write("cli.toml", "[probes.net]\nsecret_file = \"" + dir_.path() + "/secret\"\n");
+    cli_config_ = CliConfig("orchestration.key");
   }
   void TearDown() override {
     daemons_.clear();  // before the namespaces go
     mesh_.reset();
+  }
+
+  // `name`.key and `name`.pub in the test's directory, made by openssl.
+  bool MakeOrchestrationKey(const std::string& name) {
+    const std::string key = dir_.path() + "/" + name + ".key";
+    return RunCommand(Find("openssl"), {"genpkey", "-algorithm", "ed25519", "-out", key}, 20s).status == 0 &&
+           ::chmod(key.c_str(), 0600) == 0 &&
+           RunCommand(Find("openssl"), {"pkey", "-in", key, "-pubout", "-out", dir_.path() + "/" + name + ".pub"}, 20s)
+                   .status == 0;
+  }
+  // The CLI's config: the secret, and the orchestration key `key` (none: "").
+  std::string CliConfig(const std::string& key) const {
+    std::string text = "[probes.net]\nsecret_file = \"" + dir_.path() + "/secret\"\n";
+    if (!key.empty()) text += "orchestration_key_file = \"" + dir_.path() + "/" + key + "\"\n";
+    return dir_.Write("cli-" + (key.empty() ? std::string("none") : key) + ".toml", text);
   }
 
   std::string Host(int i) const { return mesh_->Address(i) + ":" + std::to_string(port_); }
@@ -169,6 +190,31 @@ TEST_F(NetMeshTest, AHostKilledMidTestIsReportedWithinABoundedTime) {
     EXPECT_EQ(row["sessions_failed"], 1) << row.dump();
   }
   EXPECT_THAT(run.out, HasSubstr(Host(2)));
+}
+
+// The fleet secret measures, the orchestration key directs: a CLI with the
+// secret but no key measures from itself to each host (and says so); one
+// with another key is denied by every host, naming the key it trusts.
+TEST_F(NetMeshTest, OnlyTheTrustedOrchestrationKeyRunsPlans) {
+  cli_config_ = CliConfig("");
+  {
+    const auto [run, json] = Net("tcp-throughput", "8", "1");
+    ASSERT_EQ(run.status, 0) << run.out << run.err;
+    const auto& rows = json["tests"]["tcp-throughput"];
+    ASSERT_FALSE(Row(rows, Host(0)).empty()) << rows.dump(1);
+    EXPECT_NE(Row(rows, Host(0)).value("mode", ""), "all-to-all") << rows.dump(1);
+    EXPECT_THAT(json["findings"].dump(), HasSubstr("holds no orchestration key")) << json.dump(1);
+  }
+  ASSERT_TRUE(MakeOrchestrationKey("forged"));
+  cli_config_ = CliConfig("forged.key");
+  const auto [run, json] = Net("tcp-throughput", "8", "1");
+  const auto& rows = json["tests"]["tcp-throughput"];
+  for (int i = 0; i < kHosts; ++i) {
+    const auto row = Row(rows, Host(i));
+    ASSERT_FALSE(row.empty()) << Host(i) << ": " << rows.dump(1) << run.err;
+    EXPECT_EQ(row["outcome"], "failed") << row.dump();
+    EXPECT_THAT(row.value("error", ""), HasSubstr("orchestration_public_key_file")) << row.dump();
+  }
 }
 
 }  // namespace

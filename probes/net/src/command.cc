@@ -39,13 +39,17 @@ shows the step running and the time left. Options take "--opt value" or
                          vnetperf (14159 -> 14159,14160,14161). Hosts without
                          :port are reached on the first
   --log-level L          INFO, ERROR, DEBUG or WARN (default WARN)
-The peers' secret comes from net.secret_file in --config.file.
+The peers' secret comes from net.secret_file in --config.file. Among two or
+more hosts, throughput runs among all of them at once when --config.file also
+names net.orchestration_key_file (the hosts trust its public half), else from
+this host to each.
 
 Hosts without hostperf (vnetperf's way, with the system's ssh and scp): any of
 these options copies hostperf-peer (one static program) to each host over SCP,
-starts it over SSH with a one-time secret on its standard input, runs the tests
-against it on the first port, then stops it and removes the copy, also on
-Ctrl-C. Hosts are [user@]host, without :port.
+starts it over SSH with a one-time secret and the public half of a key made
+for the run on its standard input (only this CLI can direct the peers), runs
+the tests against it on the first port, then stops it and removes the copy,
+also on Ctrl-C. Hosts are [user@]host, without :port.
   --ssh                  use SSH with the client's defaults (keys, agent, ~/.ssh/config)
   --identity-file F      private key for ssh and scp (-i F)
   --ssh-options "O"      options for ssh, e.g. "-p 2222 -o ConnectTimeout=5"

@@ -12,8 +12,10 @@
 
 #include "hostperf/probes/net/command.h"
 #include "hostperf/probes/net/net_probe.h"
+#include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/remote.h"
+#include "http_peer_check.h"
 #include "peer_set.h"
 #include "secret_file.h"
 
@@ -25,14 +27,8 @@ using nlohmann::json;
 // A secret for one run over SSH: 32 random bytes as 64 hex digits (one
 // line on the peers' standard input).
 Secret OneTimeSecret() {
-  const Secret bytes = RandomSecret();
-  static const char kHex[] = "0123456789abcdef";
-  Secret text;
-  for (const std::uint8_t byte : bytes) {
-    text.push_back(static_cast<std::uint8_t>(kHex[byte >> 4]));
-    text.push_back(static_cast<std::uint8_t>(kHex[byte & 15]));
-  }
-  return text;
+  const std::string text = HexDigits(RandomSecret());
+  return Secret(text.begin(), text.end());
 }
 
 void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
@@ -59,6 +55,8 @@ void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   schema.Bool("plan_unlimited_rate", &net.plan_unlimited_rate);
   schema.Duration("plan_max_duration", &net.plan_max_duration, config::kPositive);
   schema.Uint("plan_max_sessions", &net.plan_max_sessions, 1, 65535);
+  schema.String("orchestration_public_key_file", &net.orchestration_public_key_file);
+  schema.String("orchestration_key_file", &net.orchestration_key_file);
   // clang-format on
 }
 
@@ -91,7 +89,30 @@ void RefuseExporterPorts(const std::vector<std::string>& entries, const std::str
   }
 }
 
-// What the daemon refuses at start: a secret file it cannot use (the
+// Peer entries that answer HTTP (a node_exporter or another scrape target on
+// a port of its own): a sample of the list is asked, since a copied scrape
+// config names every host on the same port. A peer down at start is fine.
+constexpr std::size_t kHttpCheckSample = 8;
+constexpr std::chrono::milliseconds kHttpCheckBound{2000};
+void RefuseHttpPeers(const NetProbeConfig& net, const std::vector<std::string>& file_targets,
+                     std::vector<std::string>& errors) {
+  const std::uint16_t default_port = net.ports.empty() ? kDefaultNetPort : net.ports.front();
+  std::vector<PeerSpec> specs;
+  for (const auto* entries : {&net.peers, &file_targets}) {
+    for (const std::string& entry : *entries) {
+      if (auto spec = ParsePeerSpec(entry, default_port)) specs.push_back(std::move(spec).value());
+    }
+  }
+  const auto http = PeersAnsweringHttp(specs, kHttpCheckSample, kHttpCheckBound);
+  if (http.empty()) return;
+  errors.push_back("the peer list names \"" + http.front().name + "\", whose port " +
+                   std::to_string(http.front().port) +
+                   " answers HTTP: list the peers' responder addresses instead (host, or host:port with a port of "
+                   "their probes.net.ports, default " +
+                   std::to_string(kDefaultNetPort) + "), not HTTP endpoints such as scrape targets");
+}
+
+// What the daemon refuses at start: a secret or key file it cannot use (the
 // responder would run without it) and peers on the exporter's HTTP port.
 std::vector<std::string> ConfigErrors(const config::ProbeConfig& section, const StartFacts& facts) {
   const auto& net = dynamic_cast<const NetProbeConfig&>(*section.settings);
@@ -99,16 +120,27 @@ std::vector<std::string> ConfigErrors(const config::ProbeConfig& section, const 
   if (!net.secret_file.empty()) {
     if (auto secret = ReadSecretFile(net.secret_file); !secret) errors.push_back(secret.error());
   }
+  if (!net.orchestration_public_key_file.empty()) {
+    if (auto key = ReadOrchestrationPublicKeyFile(net.orchestration_public_key_file); !key) {
+      errors.push_back(key.error());
+    }
+  }
+  if (!net.orchestration_key_file.empty()) {
+    if (auto key = OrchestrationKey::FromPemFile(net.orchestration_key_file); !key) errors.push_back(key.error());
+  }
   if (!section.schedule.enabled) return errors;
   RefuseExporterPorts(net.peers, "peers", net, facts, errors);
+  std::vector<std::string> file_targets;
   if (!net.peers_file.empty()) {
     // An unreadable or invalid file is data at run time (counted, the last
     // good list kept); a readable one listing scrape targets is a mistake.
     PeersFile file;
     if (file.Refresh(net.peers_file, true)) {
-      RefuseExporterPorts(file.targets(), "peers_file (" + net.peers_file + ")", net, facts, errors);
+      file_targets = file.targets();
+      RefuseExporterPorts(file_targets, "peers_file (" + net.peers_file + ")", net, facts, errors);
     }
   }
+  if (errors.empty()) RefuseHttpPeers(net, file_targets, errors);
   return errors;
 }
 
@@ -132,8 +164,15 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
     remote_options.peer_program = std::move(program).value();
   }
   const Secret secret = OneTimeSecret();
-  remote = StartRemotePeers(command.remote_hosts, remote_options, std::string(secret.begin(), secret.end()),
-                            context.cancelled,
+  // The peers measure each other with the secret; only this CLI, holding
+  // the run's private key, can direct them (plans).
+  auto key = OrchestrationKey::Generate();
+  if (!key) {
+    std::fprintf(stderr, "hostperf net: %s\n", key.error().c_str());
+    return 1;
+  }
+  const std::string peer_input = std::string(secret.begin(), secret.end()) + "\n" + HexDigits(key->public_key()) + "\n";
+  remote = StartRemotePeers(command.remote_hosts, remote_options, peer_input, context.cancelled,
                             [](const std::string& line) { std::fprintf(stderr, "hostperf net: %s\n", line.c_str()); });
   std::vector<std::string> targets;
   std::string bad;
@@ -161,6 +200,7 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
   options.hosts = targets;
   options.ports = std::vector<std::uint16_t>{remote_options.port};
   options.secret = secret;
+  options.orchestration_key = std::make_shared<const OrchestrationKey>(std::move(key).value());
   return std::nullopt;
 }
 

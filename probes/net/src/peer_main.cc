@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/responder.h"
 
 namespace {
@@ -34,9 +35,10 @@ constexpr const char* kUsage =
     "\n"
     "The hostperf net responder alone, for `hostperf net` on hosts without hostperf\n"
     "(it copies this program there and starts it over SSH; not meant to be run by hand).\n"
-    "Reads the shared secret (one line, at least 16 bytes) from standard input, binds,\n"
-    "prints \"hostperf-peer ready PORT...\" and serves until standard input closes or\n"
-    "SIGTERM, SIGINT or SIGHUP comes.\n"
+    "Reads two lines from standard input: the shared secret (at least 16 bytes) and\n"
+    "the hex Ed25519 public key of the run's orchestration key (plans signed by it are\n"
+    "taken; an empty line: none are). Then binds, prints \"hostperf-peer ready PORT...\"\n"
+    "and serves until standard input closes or SIGTERM, SIGINT or SIGHUP comes.\n"
     "\n"
     "  --bind ADDRESS        numeric address to bind (default 0.0.0.0)\n"
     "  --ports LIST          TCP and UDP ports, comma-separated (default 14159; 0: any)\n"
@@ -136,8 +138,9 @@ std::optional<int> ParseArgs(const std::vector<std::string>& args, hostperf::pro
   return std::nullopt;
 }
 
-// The secret: one line on standard input; nullopt when it is too short.
-std::optional<Secret> ReadSecret() {
+// One line of standard input (read byte by byte: what follows it stays
+// unread, for WaitForTheEnd), at most 4 KiB, trailing blanks removed.
+std::string ReadLine() {
   std::string line;
   for (char c; line.size() <= 4096;) {
     const ssize_t n = ::read(STDIN_FILENO, &c, 1);
@@ -146,6 +149,12 @@ std::optional<Secret> ReadSecret() {
     line.push_back(c);
   }
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+// The secret: the first line; nullopt when it is too short.
+std::optional<Secret> ReadSecret() {
+  std::string line = ReadLine();
   if (line.size() < 16) return std::nullopt;
   Secret secret(line.begin(), line.end());
   std::fill(line.begin(), line.end(), '\0');
@@ -180,7 +189,7 @@ int main(int argc, char** argv) {
   options.bind_address = "0.0.0.0";
   options.ports = {14159};
   // Plans come only from the CLI that started this peer (it alone holds the
-  // one-time secret): their caps are that CLI's own bounds (--duration at
+  // run's orchestration key): their caps are that CLI's own bounds (--duration at
   // most 60 s, --datarate at most 100000 MB/s), not a daemon's defaults.
   options.plan_max_duration_ms = 60000;
   options.plan_max_rate = 100000ull << 20;
@@ -202,6 +211,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   options.secret = std::move(*secret);
+  const std::string key_line = ReadLine();
+  if (!key_line.empty()) {
+    options.orchestration_key = hostperf::probes::net::PublicKeyFromHex(key_line);
+    if (!options.orchestration_key) {
+      std::fprintf(stderr, "hostperf-peer: the second line is not a public key (64 hex digits)\n");
+      return 1;
+    }
+  }
 
   // Signals are read from a descriptor, beside standard input.
   sigset_t signals;

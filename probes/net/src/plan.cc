@@ -115,12 +115,19 @@ struct Member {
 // Sends a plan (kPlan, then the peers in kPlanPeers messages) and reads the
 // answer: "" when accepted, else why not.
 std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer> peers, const Secret& secret,
-                      Clock::time_point deadline) {
+                      const OrchestrationKey* key, Clock::time_point deadline) {
   const int fd = member.control.fd.get();
   Message message;
   message.type = MessageType::kPlan;
   message.session = RandomSessionId();
   message.plan = plan;
+  if (member.control.peer_revision >= kOrchestratedRevision) {
+    if (key == nullptr) {
+      return "not offered a plan: this coordinator holds no orchestration key (probes.net.orchestration_key_file), "
+             "and the host takes only plans signed by one";
+    }
+    message.plan.signature = key->Sign(PlanSigningBytes(member.control.binding, plan, peers));
+  }
   if (!SendMessage(fd, message, secret, deadline, member.control.NextSent())) return "plan: send failed";
   for (std::size_t first = 0; first < peers.size(); first += kPlanPeersPerMessage) {
     Message batch;
@@ -138,9 +145,10 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
     case MessageType::kBusy:
       return "busy with another throughput test";
     case MessageType::kDenied:
-      return "denied the plan: beyond the limits its own configuration sets (a rate of 0 or above "
-             "probes.net.plan_max_rate, a duration above probes.net.plan_max_duration, more peers than "
-             "probes.net.plan_max_sessions or net.max_connections allow, or a peer outside its peer set)";
+      return "denied the plan: not signed by the orchestration key it trusts "
+             "(its probes.net.orchestration_public_key_file), or beyond the limits its own configuration sets (a "
+             "rate of 0 or above probes.net.plan_max_rate, a duration above probes.net.plan_max_duration, more "
+             "peers than probes.net.plan_max_sessions or net.max_connections allow, or a peer outside its peer set)";
     default:
       return "answered the plan with " + std::string(ToString(reply->type));
   }
@@ -244,7 +252,7 @@ class AllToAllRun {
       for (const Member* other : candidates) {
         if (other != member) peers.push_back(ToPlanPeer(other->target->address));
       }
-      const std::string error = OfferPlan(*member, plan, peers, secret_, deadline);
+      const std::string error = OfferPlan(*member, plan, peers, secret_, options_.orchestration_key, deadline);
       if (!error.empty()) {
         Finish(*member, error);
         refused = true;

@@ -66,12 +66,14 @@ Decoded Decode(std::span<const std::uint8_t> data, const Secret& secret, std::sp
   }
   const auto message_type = static_cast<MessageType>(type);
   const std::size_t base = *PayloadSize(message_type);
-  // A hello reply of revision >= 1 is longer (see "Revisions" in protocol.h);
-  // a peer list's length follows its count (checked with the payload).
+  // A hello reply of revision >= 1 is longer (see "Revisions" in protocol.h),
+  // so is a signed plan (revision 4); a peer list's length follows its count
+  // (checked with the payload).
   const bool size_ok =
       length == base ||
       (message_type == MessageType::kHelloAck && length >= base + kHelloAckExtensionSize && length <= kMaxPayload) ||
-      (message_type == MessageType::kPlanPeers && length >= base && (length - 4) % kPlanPeerSize == 0);
+      (message_type == MessageType::kPlanPeers && length >= base && (length - 4) % kPlanPeerSize == 0) ||
+      (message_type == MessageType::kPlan && length == base + kPlanSignatureSize);
   if (length > kMaxPayload || !size_ok) {
     decoded.error = DecodeError::kBadLength;
     return decoded;

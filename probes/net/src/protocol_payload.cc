@@ -28,27 +28,6 @@ void WriteSessionStart(const Message& m, Writer& w) {
   if (m.type == MessageType::kPlanSessionStart) w.U64(m.start.plan_id);
 }
 
-void WritePlan(const Plan& plan, Writer& w) {
-  w.U64(plan.id);
-  w.U8(static_cast<std::uint8_t>(plan.test));
-  w.U8(0);
-  w.U16(plan.peer_count);
-  w.U32(plan.duration_ms);
-  w.U64(plan.rate_bytes_per_second);
-  w.U32(plan.datagram_size);
-  w.U32(0);
-}
-
-void WritePlanPeers(const std::vector<PlanPeer>& peers, Writer& w) {
-  w.U16(static_cast<std::uint16_t>(peers.size()));
-  w.U16(0);
-  for (const PlanPeer& peer : peers) {
-    w.U8(peer.family);
-    for (const std::uint8_t byte : peer.address) w.U8(byte);
-    w.U16(peer.port);
-  }
-}
-
 void WritePlanReport(const PlanReport& report, Writer& w) {
   w.U64(report.bytes_sent);
   w.U64(report.bytes_received);
@@ -157,6 +136,27 @@ void ReadResults(Reader& r, Results* results) {
 
 }  // namespace
 
+void WritePlan(const Plan& plan, Writer& w) {
+  w.U64(plan.id);
+  w.U8(static_cast<std::uint8_t>(plan.test));
+  w.U8(0);
+  w.U16(plan.peer_count);
+  w.U32(plan.duration_ms);
+  w.U64(plan.rate_bytes_per_second);
+  w.U32(plan.datagram_size);
+  w.U32(0);
+}
+
+void WritePlanPeers(const std::vector<PlanPeer>& peers, Writer& w) {
+  w.U16(static_cast<std::uint16_t>(peers.size()));
+  w.U16(0);
+  for (const PlanPeer& peer : peers) {
+    w.U8(peer.family);
+    for (const std::uint8_t byte : peer.address) w.U8(byte);
+    w.U16(peer.port);
+  }
+}
+
 void WritePayload(const Message& m, Writer& w) {
   switch (m.type) {
     case MessageType::kHello:
@@ -177,6 +177,9 @@ void WritePayload(const Message& m, Writer& w) {
       break;
     case MessageType::kPlan:
       WritePlan(m.plan, w);
+      if (m.plan.signature) {
+        for (const std::uint8_t byte : *m.plan.signature) w.U8(byte);
+      }
       break;
     case MessageType::kPlanPeers:
       WritePlanPeers(m.peers, w);
@@ -218,6 +221,11 @@ bool ReadPayload(Reader& r, std::size_t length, Message* m) {
       break;
     case MessageType::kPlan:
       if (!ReadPlan(r, &m->plan)) return false;
+      if (length == *PayloadSize(MessageType::kPlan) + kPlanSignatureSize) {
+        PlanSignature signature{};
+        for (std::uint8_t& byte : signature) byte = r.U8();
+        m->plan.signature = signature;
+      }
       break;
     case MessageType::kPlanPeers:
       if (!ReadPlanPeers(r, length, &m->peers)) return false;
@@ -336,6 +344,7 @@ std::size_t PayloadSizeOf(const Message& message) {
   const std::size_t base = PayloadSize(message.type).value_or(0);
   if (message.type == MessageType::kHelloAck && message.hello.revision >= 1) return base + kHelloAckExtensionSize;
   if (message.type == MessageType::kPlanPeers) return 4 + message.peers.size() * kPlanPeerSize;
+  if (message.type == MessageType::kPlan && message.plan.signature) return base + kPlanSignatureSize;
   return base;
 }
 

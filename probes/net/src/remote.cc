@@ -50,7 +50,7 @@ class RemotePeersImpl final : public RemotePeers {
     return OpenSsh(options_.scp, options_.scp_options, {"-q"}, {from, to});
   }
 
-  void Start(const std::vector<std::string>& destinations, const std::string& secret_line,
+  void Start(const std::vector<std::string>& destinations, const std::string& peer_input,
              const std::function<bool()>& cancelled) {
     for (const std::string& destination : destinations) hosts_.push_back({destination, "", "", "", ""});
     const auto step = std::chrono::duration_cast<Clock::duration>(options_.step_timeout);
@@ -59,7 +59,7 @@ class RemotePeersImpl final : public RemotePeers {
       CopyPeerProgram(step, cancelled);
     }
     Say("starting hostperf-peer on " + std::to_string(Ready()) + " hosts");
-    SpawnPeers(secret_line);
+    SpawnPeers(peer_input);
     AwaitReady(step, cancelled);
   }
 
@@ -159,7 +159,7 @@ class RemotePeersImpl final : public RemotePeers {
     }
   }
   // One ssh session running hostperf-peer per host still without an error.
-  void SpawnPeers(const std::string& secret_line) {
+  void SpawnPeers(const std::string& peer_input) {
     peers_.resize(hosts_.size());
     logs_.resize(hosts_.size());
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
@@ -179,8 +179,8 @@ class RemotePeersImpl final : public RemotePeers {
         host.error = "ssh: " + peers_[i]->error();
         continue;
       }
-      // The secret travels on the encrypted session's standard input only.
-      peers_[i]->Write(secret_line + "\n");
+      // The secret and the key travel on the encrypted session's standard input only.
+      peers_[i]->Write(peer_input);
     }
   }
   // Waits up to `step` for each spawned peer's ready line; a host without
@@ -236,10 +236,10 @@ class RemotePeersImpl final : public RemotePeers {
 }  // namespace
 
 std::unique_ptr<RemotePeers> StartRemotePeers(const std::vector<std::string>& destinations, RemoteOptions options,
-                                              const std::string& secret_line, const std::function<bool()>& cancelled,
+                                              const std::string& peer_input, const std::function<bool()>& cancelled,
                                               const std::function<void(const std::string&)>& progress) {
   auto peers = std::make_unique<RemotePeersImpl>(std::move(options), progress);
-  peers->Start(destinations, secret_line, cancelled);
+  peers->Start(destinations, peer_input, cancelled);
   return peers;
 }
 

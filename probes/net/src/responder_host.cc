@@ -49,6 +49,16 @@ void ResponderHost::Apply(const NetProbeConfig& net) {
     }
     wanted.secret = std::move(secret).value();
   }
+  if (!net.orchestration_public_key_file.empty()) {
+    auto key = ReadOrchestrationPublicKeyFile(net.orchestration_public_key_file);
+    if (!key) {
+      // Like the secret: a bad edit does not change whom the responder trusts.
+      spdlog::error("net: peer responder {}: {}", responder_ ? "keeps its old settings" : "not started", key.error());
+      if (!responder_) SetError(key.error());
+      return;
+    }
+    wanted.orchestration_key = *key;
+  }
   if (responder_ && wanted == settings_) return;
   ResponderOptions options = OptionsFor(net, wanted);
   Restart(std::move(options), std::move(wanted));
@@ -65,6 +75,7 @@ ResponderOptions ResponderHost::OptionsFor(const NetProbeConfig& net, const Sett
   options.plan_max_duration_ms = wanted.plan_max_duration_ms;
   options.plan_max_sessions = wanted.plan_max_sessions;
   options.plan_peer_allowed = [peers = plan_peers_](const SocketAddress& peer) { return peers->Contains(peer); };
+  options.orchestration_key = wanted.orchestration_key;
   options.observer = this;
   // The MTU of the interface our replies to a client leave by, for its hello.
   options.reply_mtu = [route = route_, roots = roots_](const std::string& client) -> std::uint32_t {

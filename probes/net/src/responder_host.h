@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -61,6 +62,7 @@ class ResponderHost final : private ResponderObserver {
     bool plan_unlimited_rate = false;
     std::uint32_t plan_max_duration_ms = 0;
     std::uint32_t plan_max_sessions = 0;
+    std::optional<OrchestrationPublicKey> orchestration_key;  // from orchestration_public_key_file
     bool operator==(const Settings&) const = default;
   };
 

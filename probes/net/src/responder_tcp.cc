@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "hostperf/probes/net/orchestration.h"
 #include "responder_impl.h"
 
 namespace hostperf::probes::net::responder {
@@ -227,7 +228,10 @@ bool ResponderImpl::AnswerHello(Connection& conn, const Message& message) {
 bool ResponderImpl::TakePlanOffer(Connection& conn, const Message& message) {
   Count(message.type);
   conn.proven = true;  // signed over this connection's fresh nonce
-  if (const auto refusal = RefusePlan(message.plan, {})) {
+  // Unsigned (or no key to check with): refused before its peers come.
+  const bool signable = options_.orchestration_key && conn.revision >= kOrchestratedRevision && message.plan.signature;
+  const auto refusal = signable ? RefusePlan(message.plan, {}) : PlanRefusal{MessageType::kDenied, "orchestrator"};
+  if (refusal) {
     Refuse(conn, message, *refusal);
     conn.refused_peers_left = message.plan.peer_count;
     if (conn.refused_peers_left > 0) conn.state = ConnState::kAwaitPlanPeers;
@@ -292,7 +296,14 @@ bool ResponderImpl::TakePlanPeers(Connection& conn, const Message& message, Cloc
   Count(message.type);
   conn.offered_peers.insert(conn.offered_peers.end(), message.peers.begin(), message.peers.end());
   if (conn.offered_peers.size() < conn.offered_plan.peer_count) return true;
-  if (const auto refusal = RefusePlan(conn.offered_plan, conn.offered_peers)) {  // or another plan came first
+  // The signature covers this connection, the plan and every peer: a forged,
+  // replayed or edited plan stops here.
+  const bool signed_here = VerifyPlanSignature(*options_.orchestration_key,
+                                               PlanSigningBytes(conn.binding, conn.offered_plan, conn.offered_peers),
+                                               *conn.offered_plan.signature);
+  const auto refusal = signed_here ? RefusePlan(conn.offered_plan, conn.offered_peers)  // or another plan came first
+                                   : PlanRefusal{MessageType::kDenied, "orchestrator"};
+  if (refusal) {
     Refuse(conn, message, *refusal);
     conn.offered_peers.clear();
     conn.state = ConnState::kReady;

@@ -46,6 +46,13 @@ ProbeOutcome VnetperfRun::Run() {
   auto secret = options_.secret ? Result<Secret>(*options_.secret) : responder_.ClientSecret(net_);
   if (!secret) return ProbeOutcome::Failure(secret.failure());
   secret_ = std::move(secret).value();
+  if (options_.orchestration_key) {
+    orchestration_key_ = options_.orchestration_key;
+  } else if (!net_.orchestration_key_file.empty()) {
+    auto key = OrchestrationKey::FromPemFile(net_.orchestration_key_file);
+    if (!key) return ProbeOutcome::Failure(key.failure());
+    orchestration_key_ = std::make_shared<const OrchestrationKey>(std::move(key).value());
+  }
   json result = {{"mode", "full"}, {"date", VnetperfDate()}, {"tests", json::object()}, {"bad_hosts", json::array()}};
   Hosts hosts;
   RemoteMtus remote_mtus;

@@ -3,13 +3,15 @@
 // The reference-tool face of the net probe: one full run, as vnetperf's
 // (`hostperf net`, the run API, `hostperf check`). Every host must answer a
 // hello first; then the latency table, the TCP and UDP throughput ladders
-// (among all hosts at once when there are two or more), the connections
+// (among all hosts at once when there are two or more and this host holds
+// an orchestration key), the connections
 // table, each row reported as it is known. Internal to the net probe.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -69,6 +71,8 @@ class VnetperfRun {
   NetProbeConfig net_;         // the settings, with the options' hosts and ports
   std::set<std::string> tests_;
   Secret secret_;
+  // Signs the plans among all hosts; none: throughput from this host to each.
+  std::shared_ptr<const OrchestrationKey> orchestration_key_;
   InterfaceCache interfaces_;
   // What our own bursts moved on the interfaces when they fell short, and
   // the MTU mismatches.

@@ -83,10 +83,18 @@ json VnetperfRun::LatencyTable(const Hosts& hosts) {
 
 // One throughput test over the rate ladder (or the one --datarate): per
 // rate, every host sends to all the others and receives from them at once
-// (vnetperf's test among hosts), then their average. With one host, a
-// session from this host to it.
+// (vnetperf's test among hosts), then their average. With one host, or
+// without an orchestration key to direct them, a session from this host to
+// each.
 json VnetperfRun::ThroughputLadder(const Hosts& hosts, const std::string& test) {
-  if (hosts.size() >= 2) return AllToAllLadder(hosts, test);
+  if (hosts.size() >= 2 && orchestration_key_) return AllToAllLadder(hosts, test);
+  if (hosts.size() >= 2) {
+    const std::string finding =
+        "throughput measured from this host to each host, not among all hosts at once: this host holds no "
+        "orchestration key (probes.net.orchestration_key_file; the hosts trust its public key with "
+        "probes.net.orchestration_public_key_file)";
+    if (std::find(findings_.begin(), findings_.end(), finding) == findings_.end()) findings_.push_back(finding);
+  }
   const auto stop = [&] { return ctx_.ShouldStop(); };
   json rows = json::array();
   for (const double rate : Rates()) {
@@ -130,6 +138,7 @@ json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
     plan.duration = options_.duration;
     plan.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
     plan.datagram_size = net_.udp_datagram_size;
+    plan.orchestration_key = orchestration_key_.get();
     const std::string date = VnetperfDate();
     // Each host's row printed as it reports; the table in the hosts' order.
     const auto results = RunAllToAll(

@@ -63,6 +63,10 @@ void Mac(const Secret& secret, std::span<const std::uint8_t> data, std::uint8_t*
 void MacWithBinding(const Secret& secret, std::span<const std::uint8_t> message, std::span<const std::uint8_t> binding,
                     std::uint8_t* out);
 
+// A plan's fields (the kPlan payload without its signature) and a peer list
+// (a kPlanPeers payload): also what an orchestration signature covers.
+void WritePlan(const Plan& plan, Writer& w);
+void WritePlanPeers(const std::vector<PlanPeer>& peers, Writer& w);
 // A message's payload (its type says which fields), as Encode writes it.
 void WritePayload(const Message& m, Writer& w);
 // Reads the payload of `m->type` (`length` bytes, checked against the type

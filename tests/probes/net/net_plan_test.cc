@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/plan.h"
 #include "hostperf/probes/net/responder.h"
 
@@ -58,6 +59,17 @@ TEST(NetPlanProtocol, PlanMessagesRoundTrip) {
   EXPECT_EQ(decoded.message->plan.duration_ms, 1500u);
   EXPECT_EQ(decoded.message->plan.rate_bytes_per_second, 64u << 20);
   EXPECT_EQ(decoded.message->plan.datagram_size, 9000u);
+  EXPECT_FALSE(decoded.message->plan.signature);
+  // Revision 4: the signature follows the fields (64 more bytes).
+  PlanSignature signature{};
+  for (std::size_t i = 0; i < signature.size(); ++i) signature[i] = static_cast<std::uint8_t>(i);
+  plan.plan.signature = signature;
+  const auto signed_bytes = Encode(plan, secret, {});
+  EXPECT_EQ(PayloadSizeOf(plan), *PayloadSize(MessageType::kPlan) + kPlanSignatureSize);
+  decoded = Decode(signed_bytes, secret, {});
+  ASSERT_TRUE(decoded.message) << ToString(decoded.error);
+  EXPECT_EQ(decoded.message->plan.signature, signature);
+  EXPECT_EQ(decoded.message->plan.id, plan.plan.id);
 
   Message peers;
   peers.type = MessageType::kPlanPeers;
@@ -185,6 +197,7 @@ class HandControl {
     }
   }
   bool ready() const { return !binding_.empty(); }
+  const std::vector<std::uint8_t>& binding() const { return binding_; }
   std::size_t sent_bytes() const { return sent_; }
 
   void Send(const Message& message) {
@@ -194,11 +207,13 @@ class HandControl {
     return Read(MessageBinding(binding_, revision_, true, messages_received_++), timeout);
   }
 
-  // Offers `plan` with `peers`; the answer's type (nullopt: none).
-  std::optional<MessageType> Offer(const Plan& plan, const std::vector<PlanPeer>& peers) {
+  // Offers `plan` with `peers`, signed with `key` over this connection
+  // (unsigned: null); the answer's type (nullopt: none).
+  std::optional<MessageType> Offer(const Plan& plan, const std::vector<PlanPeer>& peers, const OrchestrationKey* key) {
     Message offer;
     offer.type = MessageType::kPlan;
     offer.plan = plan;
+    if (key != nullptr) offer.plan.signature = key->Sign(PlanSigningBytes(binding_, plan, peers));
     Send(offer);
     for (std::size_t first = 0; first < peers.size(); first += kPlanPeersPerMessage) {
       Message batch;
@@ -254,6 +269,7 @@ class NetPlanTest : public ::testing::Test {
     options.secret = secret_;
     options.max_connections = max_connections;
     options.packets_per_second_per_source = 100000;
+    options.orchestration_key = key_.public_key();
     if (configure) configure(options);
     auto started = StartResponder(options);
     EXPECT_TRUE(started) << (started ? "" : started.error());
@@ -270,10 +286,12 @@ class NetPlanTest : public ::testing::Test {
     options.rate_bytes_per_second = rate_mib << 20;
     options.datagram_size = 1400;
     options.report_grace = 4s;
+    options.orchestration_key = &key_;
     return options;
   }
 
   Secret secret_ = TestSecret();
+  OrchestrationKey key_ = OrchestrationKey::Generate().value();
   std::vector<std::unique_ptr<Responder>> responders_;
   std::vector<PeerTarget> targets_;
 };
@@ -473,7 +491,7 @@ TEST_F(NetPlanTest, APlanBeyondTheResponderOwnLimitsIsRefusedAndCounted) {
     HandControl control(targets_[host].address, secret_);
     EXPECT_TRUE(control.ready());
     p.peer_count = static_cast<std::uint16_t>(peers.size());
-    return control.Offer(p, peers);
+    return control.Offer(p, peers, &key_);
   };
 
   Plan unlimited = plan;
@@ -512,15 +530,112 @@ TEST_F(NetPlanTest, APlanBeyondTheResponderOwnLimitsIsRefusedAndCounted) {
   EXPECT_NE(results[0].error.find("plan_max_duration"), std::string::npos) << results[0].error;
 }
 
+// The fleet secret lets a host measure its peers, not direct them: a
+// holder of the secret alone (an unsigned plan), another key, a signature
+// made on another connection and one made for other peers are each refused
+// as "orchestrator" and nothing is sent; the coordinator's own key is taken.
+TEST_F(NetPlanTest, AForgedOrchestratorIsRefusedWhateverElseItHolds) {
+  const std::size_t member = AddHost();
+  const std::size_t other = AddHost();
+  PlanObserver observer;
+  const std::size_t host = AddHost(16, [&](ResponderOptions& options) { options.observer = &observer; });
+  Plan plan;
+  plan.id = 9;
+  plan.test = ThroughputTest::kTcp;
+  plan.peer_count = 1;
+  plan.duration_ms = 500;
+  plan.rate_bytes_per_second = 1 << 20;
+  const std::vector<PlanPeer> peers = {ToPlanPeer(targets_[member].address)};
+
+  HandControl unsigned_offer(targets_[host].address, secret_);
+  ASSERT_TRUE(unsigned_offer.ready());
+  EXPECT_EQ(unsigned_offer.Offer(plan, peers, nullptr), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("orchestrator"), 1);
+
+  const OrchestrationKey stranger = OrchestrationKey::Generate().value();
+  HandControl other_key(targets_[host].address, secret_);
+  EXPECT_EQ(other_key.Offer(plan, peers, &stranger), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("orchestrator"), 2);
+
+  // A signature captured on one connection, replayed on another.
+  HandControl first(targets_[host].address, secret_);
+  HandControl second(targets_[host].address, secret_);
+  ASSERT_TRUE(first.ready() && second.ready());
+  Message replay;
+  replay.type = MessageType::kPlan;
+  replay.plan = plan;
+  replay.plan.signature = key_.Sign(PlanSigningBytes(first.binding(), plan, peers));
+  second.Send(replay);
+  Message batch;
+  batch.type = MessageType::kPlanPeers;
+  batch.peers = peers;
+  second.Send(batch);
+  const auto replayed = second.Receive();
+  ASSERT_TRUE(replayed);
+  EXPECT_EQ(replayed->type, MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("orchestrator"), 3);
+
+  // Signed for one peer, sent with another.
+  HandControl edited(targets_[host].address, secret_);
+  Message offer = replay;
+  offer.plan.signature = key_.Sign(PlanSigningBytes(edited.binding(), plan, peers));
+  edited.Send(offer);
+  batch.peers = {ToPlanPeer(targets_[other].address)};
+  edited.Send(batch);
+  const auto edited_answer = edited.Receive();
+  ASSERT_TRUE(edited_answer);
+  EXPECT_EQ(edited_answer->type, MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("orchestrator"), 4);
+
+  HandControl genuine(targets_[host].address, secret_);
+  EXPECT_EQ(genuine.Offer(plan, peers, &key_), MessageType::kAccept);
+  EXPECT_EQ(observer.Refused("orchestrator"), 4);
+  EXPECT_EQ(observer.Sent(), 0u) << "a refused plan sends nothing";
+}
+
+// A responder that trusts no orchestration key takes no plan, however it is
+// signed; a coordinator without a key offers none to a host of revision 4
+// and says why.
+TEST_F(NetPlanTest, WithoutOrchestrationKeysThereAreNoPlans) {
+  PlanObserver observer;
+  const std::size_t member = AddHost();
+  const std::size_t host = AddHost(16, [&](ResponderOptions& options) {
+    options.observer = &observer;
+    options.orchestration_key.reset();
+  });
+  Plan plan;
+  plan.id = 3;
+  plan.test = ThroughputTest::kTcp;
+  plan.peer_count = 1;
+  plan.duration_ms = 500;
+  plan.rate_bytes_per_second = 1 << 20;
+  HandControl control(targets_[host].address, secret_);
+  EXPECT_EQ(control.Offer(plan, {ToPlanPeer(targets_[member].address)}, &key_), MessageType::kDenied);
+  EXPECT_EQ(observer.Refused("orchestrator"), 1);
+  const std::vector<PeerTarget> pair = {targets_[host], targets_[member]};
+  const auto denied = RunAllToAll(pair, Options(ThroughputTest::kTcp, 4), secret_, Never);
+  EXPECT_FALSE(denied[0].ok);
+  EXPECT_NE(denied[0].error.find("orchestration_public_key_file"), std::string::npos) << denied[0].error;
+
+  auto keyless = Options(ThroughputTest::kTcp, 4);
+  keyless.orchestration_key = nullptr;
+  const auto results = RunAllToAll(pair, keyless, secret_, Never);
+  for (const auto& r : results) {
+    EXPECT_FALSE(r.ok) << r.name;
+  }
+  EXPECT_NE(results[1].error.find("holds no orchestration key"), std::string::npos) << results[1].error;
+}
+
 // The worst case one plan can cause, per control byte: a responder sends at
 // most plan_max_rate for plan_max_duration (plus pacing slack), whatever
 // the coordinator asks; the bytes it sent are counted (the
 // hostperf_net_responder_plan_sent_bytes_total counter). With the defaults
 // (2 GiB/s, 10 s) that is 21.5 GB per plan; the smallest control exchange
-// that starts one (hello, plan, one peer, go: measured here) is under 300
-// bytes, so the bound is rate cap x duration cap / control bytes, about
-// 7e7 bytes per control byte at the defaults, and only for a holder of the
-// secret, toward members of the host's own peer set.
+// that starts one (hello, a signed plan, one peer, go: measured here) is
+// under 400 bytes, so the bound is rate cap x duration cap / control bytes,
+// about 6e7 bytes per control byte at the defaults, and only for a holder of
+// the secret and the orchestration key, toward members of the host's own
+// peer set.
 TEST_F(NetPlanTest, APlanSendsNoMoreThanTheResponderCapsAllowPerControlByte) {
   PlanObserver observer;
   constexpr std::uint64_t kRateCap = 4 << 20;
@@ -542,7 +657,7 @@ TEST_F(NetPlanTest, APlanSendsNoMoreThanTheResponderCapsAllowPerControlByte) {
   for (std::size_t i = 0; i < 2; ++i) {
     controls.push_back(std::make_unique<HandControl>(targets_[i].address, secret_));
     ASSERT_TRUE(controls.back()->ready());
-    ASSERT_EQ(controls.back()->Offer(plan, {ToPlanPeer(targets_[1 - i].address)}), MessageType::kAccept);
+    ASSERT_EQ(controls.back()->Offer(plan, {ToPlanPeer(targets_[1 - i].address)}, &key_), MessageType::kAccept);
   }
   Message go;
   go.type = MessageType::kPlanGo;
@@ -560,7 +675,7 @@ TEST_F(NetPlanTest, APlanSendsNoMoreThanTheResponderCapsAllowPerControlByte) {
   // Pacing lets a sender run ahead by at most a few buffers: 10 % plus 1 MiB a host.
   const double bound = 2 * (1.1 * static_cast<double>(kRateCap) * kDurationCapMs / 1000.0 + (1 << 20));
   EXPECT_LE(static_cast<double>(sent), bound);
-  EXPECT_LT(control_bytes, 2 * 300u);
+  EXPECT_LT(control_bytes, 2 * 400u);
   std::cout << "[ numbers  ] " << sent << " bytes sent for " << control_bytes
             << " control bytes: " << static_cast<double>(sent) / static_cast<double>(control_bytes)
             << " per control byte (bound " << bound / static_cast<double>(control_bytes) << ")\n";

@@ -53,6 +53,12 @@ struct NetProbeConfig : config::ProbeSection {
   bool plan_unlimited_rate = false;
   config::Duration plan_max_duration = 10s;
   std::uint32_t plan_max_sessions = 32;
+  // Orchestration (protocol revision 4): plans are taken only when signed by
+  // the key in orchestration_public_key_file (none: no plans at all); a full
+  // run on this host signs its plans with orchestration_key_file (none: it
+  // measures throughput from this host to each, not among all at once).
+  std::string orchestration_public_key_file;
+  std::string orchestration_key_file;
 };
 
 // vnetperf: the net probe's module (registered from its folder: probes/CMakeLists.txt).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hostperf/base/clock.h"
+#include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/peers.h"
 #include "hostperf/probes/probe.h"
 
@@ -69,6 +70,9 @@ struct NetOptions : ProbeOptions {
   std::optional<std::vector<std::uint16_t>> ports;  // none: [probes.net] ports
   // A one-time secret (bare hosts over SSH, remote.h); none: probes.net.secret_file.
   std::optional<std::vector<std::uint8_t>> secret;
+  // A one-time orchestration key (bare hosts over SSH: their peers trust its
+  // public key only); none: probes.net.orchestration_key_file.
+  std::shared_ptr<const OrchestrationKey> orchestration_key;
 };
 // Parses full-run options (an error names the first bad field). `duration`:
 // the run's length (the run API's top-level "duration"), which the options'

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/sockets.h"
 
@@ -34,6 +35,9 @@ struct AllToAllOptions {
   // How long after the planned end a host's report may still come; a host
   // silent past it is reported as failed (the run never waits for ever).
   std::chrono::nanoseconds report_grace = std::chrono::seconds(8);
+  // Signs the plans (responders of revision >= 4 take no other); null: only
+  // hosts of an older release (revision 2 or 3) can take part.
+  const OrchestrationKey* orchestration_key = nullptr;
 };
 
 struct AllToAllHostResult {

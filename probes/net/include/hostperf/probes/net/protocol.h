@@ -60,11 +60,22 @@ namespace hostperf::probes::net {
 // among the messages of that direction (u64, from 0): OrderedBinding. A
 // message replayed within the same connection (a session start after its
 // session ended) or reflected back fails its HMAC.
+//
+// Revision 4: orchestrated plans. The fleet secret lets a host measure its
+// peers, not direct them: a kPlan sent on a connection of revision >= 4
+// carries 64 more bytes, an Ed25519 signature by the coordinator's
+// orchestration key over PlanSigningBytes (orchestration.h: this
+// connection's nonces, the plan's fields and all its peers). A responder of
+// revision >= 4 takes a plan only when it is signed by the orchestration
+// public key its own configuration names (and none without one); a
+// signature made for another connection, plan or peer list fails. A
+// responder of revision 2 or 3 still takes plans signed by the secret alone.
 inline constexpr std::uint32_t kMagic = 0x48504e54;  // "HPNT"
 inline constexpr std::uint8_t kProtocolVersion = 2;
-inline constexpr std::uint8_t kProtocolRevision = 3;
+inline constexpr std::uint8_t kProtocolRevision = 4;
 inline constexpr std::uint8_t kPlanRevision = 2;          // the revision that knows plans
 inline constexpr std::uint8_t kOrderedRevision = 3;       // the revision that signs message order
+inline constexpr std::uint8_t kOrchestratedRevision = 4;  // the revision that needs signed plans
 inline constexpr std::size_t kHelloAckExtensionSize = 4;  // revision 1: the MTU (u32)
 inline constexpr std::uint8_t kLegacyProtocolVersion = 1;
 inline constexpr std::size_t kNonceSize = 16;
@@ -115,6 +126,9 @@ struct SessionStart {
   std::uint64_t rate_bytes_per_second = 0;  // 0: unlimited
   std::uint64_t plan_id = 0;                // kPlanSessionStart only
 };
+// Revision 4: an Ed25519 signature of a plan (orchestration.h).
+inline constexpr std::size_t kPlanSignatureSize = 64;
+using PlanSignature = std::array<std::uint8_t, kPlanSignatureSize>;
 struct Plan {
   std::uint64_t id = 0;  // random, non-zero
   ThroughputTest test = ThroughputTest::kTcp;
@@ -122,6 +136,7 @@ struct Plan {
   std::uint32_t duration_ms = 0;
   std::uint64_t rate_bytes_per_second = 0;  // the host's total, spread over its peers; 0: unlimited
   std::uint32_t datagram_size = 0;          // UDP
+  std::optional<PlanSignature> signature;   // revision >= 4: the orchestrator's (sent after the fields)
 };
 // A peer's address as a plan carries it: family (4 or 6), 16 address bytes
 // (IPv4 in the first 4), port.

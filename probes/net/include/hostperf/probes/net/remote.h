@@ -50,10 +50,11 @@ class RemotePeers {
 };
 
 // Starts a peer on every host at once; a host where it failed has its error
-// set (the others run). `secret_line`: the one-time secret, written to each
-// peer's standard input. `progress`: one line per step and host.
+// set (the others run). `peer_input`: the lines written to each peer's
+// standard input (the one-time secret, then the public key of the run's
+// orchestration key; hostperf-peer's --help). `progress`: one line per step and host.
 std::unique_ptr<RemotePeers> StartRemotePeers(const std::vector<std::string>& destinations, RemoteOptions options,
-                                              const std::string& secret_line, const std::function<bool()>& cancelled,
+                                              const std::string& peer_input, const std::function<bool()>& cancelled,
                                               const std::function<void(const std::string&)>& progress);
 
 // The hostperf-peer to copy: $HOSTPERF_PEER, beside this program (the build

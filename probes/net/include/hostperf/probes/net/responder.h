@@ -3,10 +3,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/protocol.h"
 #include "hostperf/probes/net/sockets.h"
 
@@ -28,10 +30,11 @@ class ResponderObserver {
 };
 
 // Why a plan is refused (bounded: the label values of the refusal metric).
-// rate: 0 (unlimited) without an unlimited cap, or above the cap; duration:
+// orchestrator: not signed by the orchestration key this host trusts (or it
+// trusts none); rate: 0 (unlimited) without an unlimited cap, or above the cap; duration:
 // 0 or above the cap; sessions: no peer, more peers than the cap or than the
 // connection limit allows; peer: a peer outside this host's peer set.
-inline constexpr const char* kPlanRefusalReasons[] = {"rate", "duration", "sessions", "peer"};
+inline constexpr const char* kPlanRefusalReasons[] = {"orchestrator", "rate", "duration", "sessions", "peer"};
 
 // The default caps of a plan (ResponderOptions, probes.net.plan_*): the top
 // of vnetperf's default ladder (2048 MiB/s) for ten seconds.
@@ -61,6 +64,11 @@ struct ResponderOptions {
   // called on the serving thread: keep it cheap. Null: any peer (hostperf-peer,
   // whose plans come only from the CLI that started it with a one-time secret).
   std::function<bool(const SocketAddress& peer)> plan_peer_allowed;
+  // The coordinator's key that plans must be signed with (protocol.h,
+  // revision 4); none: every plan is refused ("orchestrator"). A plan over a
+  // connection of revision 2 or 3 (an older coordinator) cannot be signed
+  // and is refused too when a key is set.
+  std::optional<OrchestrationPublicKey> orchestration_key;
   RealtimeClock realtime = RealtimeNs;
   ResponderObserver* observer = nullptr;  // may be null; must outlive the responder
   // The MTU of the interface replies to this client address (numeric) leave
