@@ -333,9 +333,11 @@ TEST(NetPeerProgram, ServesFromAChrootThatHoldsNothingElse) {
   fs::permissions(root + "/hostperf-peer", fs::perms::owner_all);
   const std::uint16_t port = FreeLoopbackPort();
   const std::string secret = "chroot-test-secret-0123456789abcdef";
-  // The secret on standard input, then the pipe stays open while the test asks.
+  // Its input (the secret, a public key, a plan secret), then the pipe stays
+  // open while the test asks.
   ChildProcess peer("/bin/sh",
-                    {"-c", "(printf '%s\\n' \"$SECRET\"; sleep 20) | chroot " + root +
+                    {"-c", "(printf '%s\\n%s\\n%s\\n' \"$SECRET\" " + std::string(64, 'a') +
+                               " plan-secret-0123456789abcdef; sleep 20) | chroot " + root +
                                " /hostperf-peer --bind 127.0.0.1 --ports " + std::to_string(port)},
                     {{"SECRET", secret}});
   ASSERT_TRUE(peer.WaitForStderr("serving on", 20s)) << peer.Stderr();

@@ -195,8 +195,9 @@ void SendUdpData(const SocketAddress& peer, std::uint64_t token, const Throughpu
 class PingSeries {
  public:
   PingSeries(std::span<const PeerTarget> targets, const Secret& secret, const RealtimeClock& realtime)
-      : secret_(secret), realtime_(realtime), results_(targets.size()), states_(targets.size()) {
+      : realtime_(realtime), results_(targets.size()), states_(targets.size()) {
     for (std::size_t i = 0; i < targets.size(); ++i) {
+      states_[i].secret = &targets[i].SecretOr(secret);
       states_[i].fd = NonBlockingSocket(targets[i].address.family(), SOCK_DGRAM);
       states_[i].session = RandomSessionId();
       if (!states_[i].fd.valid() ||
@@ -216,7 +217,7 @@ class PingSeries {
       ping.session = states_[i].session;
       ping.ping.seq = seq;
       ping.ping.t1_ns = realtime_();
-      const auto bytes = Encode(ping, secret_);
+      const auto bytes = Encode(ping, *states_[i].secret);
       ::send(states_[i].fd.get(), bytes.data(), bytes.size(), MSG_DONTWAIT);
       results_[i].sent += 1;  // a refused or dropped send is a lost packet too
       states_[i].answered[seq] = false;
@@ -258,6 +259,7 @@ class PingSeries {
  private:
   struct State {
     Fd fd;
+    const Secret* secret = nullptr;  // the target's (it outlives the series)
     std::uint32_t session = 0;
     std::map<std::uint32_t, bool> answered;  // seq -> reply seen
   };
@@ -269,7 +271,7 @@ class PingSeries {
       if (n < 0) return;
       const std::int64_t t4 = realtime_();
       const Decoded decoded =
-          Decode(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), secret_);
+          Decode(std::span<const std::uint8_t>(buffer_.data(), static_cast<std::size_t>(n)), *states_[i].secret);
       if (!decoded.message || decoded.message->type != MessageType::kPong ||
           decoded.message->session != states_[i].session) {
         continue;
@@ -285,7 +287,6 @@ class PingSeries {
     }
   }
 
-  const Secret& secret_;
   const RealtimeClock& realtime_;
   std::vector<LatencyResult> results_;
   std::vector<State> states_;

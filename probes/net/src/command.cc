@@ -46,10 +46,11 @@ this host to each.
 
 Hosts without hostperf (vnetperf's way, with the system's ssh and scp): any of
 these options copies hostperf-peer (one static program) to each host over SCP,
-starts it over SSH with a one-time secret and the public half of a key made
-for the run on its standard input (only this CLI can direct the peers), runs
-the tests against it on the first port, then stops it and removes the copy,
-also on Ctrl-C. Hosts are [user@]host, without :port.
+starts it over SSH with one-time credentials on its standard input (a secret
+of that host's own, the public half of a key made for the run: only this CLI
+can direct the peers), runs the tests against it on the first port, then
+stops it and removes the copy, also on Ctrl-C. Hosts are [user@]host, without
+:port.
   --ssh                  use SSH with the client's defaults (keys, agent, ~/.ssh/config)
   --identity-file F      private key for ssh and scp (-i F)
   --ssh-options "O"      options for ssh, e.g. "-p 2222 -o ConnectTimeout=5"

@@ -24,13 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-// A secret for one run over SSH: 32 random bytes as 64 hex digits (one
-// line on the peers' standard input).
-Secret OneTimeSecret() {
-  const std::string text = HexDigits(RandomSecret());
-  return Secret(text.begin(), text.end());
-}
-
 void DeclareKeys(config::Schema& schema, NetProbeConfig& net) {
   // One key per line reads as a schema.
   // clang-format off
@@ -148,7 +141,7 @@ config::SectionSchema Section() {
   return config::DescribeSection<NetProbeConfig>("net", {true, 30s, 20s}, DeclareKeys);
 }
 
-// Bare hosts: hostperf-peer started over SSH for this run, with a secret
+// Bare hosts: hostperf-peer started over SSH for this run, with credentials
 // made for it (stopped and removed when `remote` goes, on every path out);
 // `options` then name the hosts it started on. An exit code when the run
 // cannot go on.
@@ -163,16 +156,16 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
     }
     remote_options.peer_program = std::move(program).value();
   }
-  const Secret secret = OneTimeSecret();
-  // The peers measure each other with the secret; only this CLI, holding
-  // the run's private key, can direct them (plans).
-  auto key = OrchestrationKey::Generate();
-  if (!key) {
-    std::fprintf(stderr, "hostperf net: %s\n", key.error().c_str());
+  // Each host gets a secret of its own; only this CLI holds them all and
+  // the run's private key (plans).
+  auto credentials = MakeRunCredentials(command.remote_hosts.size());
+  if (!credentials) {
+    std::fprintf(stderr, "hostperf net: %s\n", credentials.error().c_str());
     return 1;
   }
-  const std::string peer_input = std::string(secret.begin(), secret.end()) + "\n" + HexDigits(key->public_key()) + "\n";
-  remote = StartRemotePeers(command.remote_hosts, remote_options, peer_input, context.cancelled,
+  std::vector<std::string> peer_inputs;
+  for (std::size_t i = 0; i < command.remote_hosts.size(); ++i) peer_inputs.push_back(PeerInput(*credentials, i));
+  remote = StartRemotePeers(command.remote_hosts, remote_options, peer_inputs, context.cancelled,
                             [](const std::string& line) { std::fprintf(stderr, "hostperf net: %s\n", line.c_str()); });
   std::vector<std::string> targets;
   std::string bad;
@@ -183,6 +176,10 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
     } else {
       targets.push_back(host.target);
     }
+  }
+  for (std::size_t i = 0; i < remote->hosts().size(); ++i) {
+    const RemoteHost& host = remote->hosts()[i];
+    if (host.error.empty()) options.host_secrets[host.target] = credentials->host_secrets[i];
   }
   std::fflush(stdout);
   if (context.cancelled()) return 130;
@@ -199,8 +196,7 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
   }
   options.hosts = targets;
   options.ports = std::vector<std::uint16_t>{remote_options.port};
-  options.secret = secret;
-  options.orchestration_key = std::make_shared<const OrchestrationKey>(std::move(key).value());
+  options.orchestration_key = credentials->orchestration_key;
   return std::nullopt;
 }
 

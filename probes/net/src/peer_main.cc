@@ -10,6 +10,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -35,10 +36,11 @@ constexpr const char* kUsage =
     "\n"
     "The hostperf net responder alone, for `hostperf net` on hosts without hostperf\n"
     "(it copies this program there and starts it over SSH; not meant to be run by hand).\n"
-    "Reads two lines from standard input: the shared secret (at least 16 bytes) and\n"
-    "the hex Ed25519 public key of the run's orchestration key (plans signed by it are\n"
-    "taken; an empty line: none are). Then binds, prints \"hostperf-peer ready PORT...\"\n"
-    "and serves until standard input closes or SIGTERM, SIGINT or SIGHUP comes.\n"
+    "Reads three lines from standard input: this host's secret (at least 16 bytes), the\n"
+    "hex Ed25519 public key of the run's orchestration key (plans signed by it are\n"
+    "taken; an empty line: none are) and the secret of the plans' sessions between\n"
+    "hosts (empty: this host's secret). Then binds, prints \"hostperf-peer ready\n"
+    "PORT...\" and serves until standard input closes or SIGTERM, SIGINT or SIGHUP comes.\n"
     "\n"
     "  --bind ADDRESS        numeric address to bind (default 0.0.0.0)\n"
     "  --ports LIST          TCP and UDP ports, comma-separated (default 14159; 0: any)\n"
@@ -218,6 +220,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "hostperf-peer: the second line is not a public key (64 hex digits)\n");
       return 1;
     }
+  }
+  std::string plan_line = ReadLine();
+  if (!plan_line.empty()) {
+    if (plan_line.size() < 16) {
+      std::fprintf(stderr, "hostperf-peer: the plan secret (third line) is shorter than 16 bytes\n");
+      return 1;
+    }
+    options.plan_secret = Secret(plan_line.begin(), plan_line.end());
+    std::fill(plan_line.begin(), plan_line.end(), '\0');
   }
 
   // Signals are read from a descriptor, beside standard input.

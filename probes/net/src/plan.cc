@@ -201,8 +201,10 @@ class AllToAllRun {
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
       members_[i].target = &hosts_[i];
       members_[i].result.name = hosts_[i].name;
-      openers.emplace_back(
-          [&, i] { opened[i] = OpenControl(hosts_[i].address, secret_, Clock::now() + options_.connect_timeout); });
+      openers.emplace_back([&, i] {
+        opened[i] =
+            OpenControl(hosts_[i].address, hosts_[i].SecretOr(secret_), Clock::now() + options_.connect_timeout);
+      });
     }
     for (std::thread& opener : openers) opener.join();
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
@@ -252,7 +254,8 @@ class AllToAllRun {
       for (const Member* other : candidates) {
         if (other != member) peers.push_back(ToPlanPeer(other->target->address));
       }
-      const std::string error = OfferPlan(*member, plan, peers, secret_, options_.orchestration_key, deadline);
+      const std::string error =
+          OfferPlan(*member, plan, peers, SecretOf(*member), options_.orchestration_key, deadline);
       if (!error.empty()) {
         Finish(*member, error);
         refused = true;
@@ -270,7 +273,7 @@ class AllToAllRun {
       if (!member->in_plan) continue;
       member->in_plan = false;
       member->control.fd.Reset();
-      auto reopened = OpenControl(member->target->address, secret_, Clock::now() + options_.connect_timeout);
+      auto reopened = OpenControl(member->target->address, SecretOf(*member), Clock::now() + options_.connect_timeout);
       if (!reopened) {
         Finish(*member, reopened.error());
       } else {
@@ -288,7 +291,7 @@ class AllToAllRun {
       Message go;
       go.type = MessageType::kPlanGo;
       go.session = RandomSessionId();
-      if (!SendMessage(member.control.fd.get(), go, secret_, Clock::now() + options_.connect_timeout,
+      if (!SendMessage(member.control.fd.get(), go, SecretOf(member), Clock::now() + options_.connect_timeout,
                        member.control.NextSent())) {
         Finish(member, "lost the connection before the test started");
         continue;
@@ -338,7 +341,7 @@ class AllToAllRun {
   void ReadReport(Member& member) {
     const int fd = member.control.fd.get();
     const auto message =
-        ReceiveMessage(fd, secret_, Clock::now() + options_.connect_timeout, member.control.NextReceived());
+        ReceiveMessage(fd, SecretOf(member), Clock::now() + options_.connect_timeout, member.control.NextReceived());
     if (message && message->type == MessageType::kPlanReport) {
       member.result.report = message->report;
       Finish(member, "");
@@ -350,6 +353,9 @@ class AllToAllRun {
 
   std::span<const PeerTarget> hosts_;
   const AllToAllOptions& options_;
+  // The secret of a host's control connection: its own, or the shared one.
+  const Secret& SecretOf(const Member& member) const { return member.target->SecretOr(secret_); }
+
   const Secret& secret_;
   const std::function<bool()>& should_stop_;
   const std::function<void(const AllToAllHostResult&)>& on_host_;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <regex>
 
+#include "hostperf/probes/net/orchestration.h"
 #include "remote_process.h"
 
 namespace hostperf::probes::net {
@@ -50,7 +51,7 @@ class RemotePeersImpl final : public RemotePeers {
     return OpenSsh(options_.scp, options_.scp_options, {"-q"}, {from, to});
   }
 
-  void Start(const std::vector<std::string>& destinations, const std::string& peer_input,
+  void Start(const std::vector<std::string>& destinations, const std::vector<std::string>& peer_inputs,
              const std::function<bool()>& cancelled) {
     for (const std::string& destination : destinations) hosts_.push_back({destination, "", "", "", ""});
     const auto step = std::chrono::duration_cast<Clock::duration>(options_.step_timeout);
@@ -59,7 +60,7 @@ class RemotePeersImpl final : public RemotePeers {
       CopyPeerProgram(step, cancelled);
     }
     Say("starting hostperf-peer on " + std::to_string(Ready()) + " hosts");
-    SpawnPeers(peer_input);
+    SpawnPeers(peer_inputs);
     AwaitReady(step, cancelled);
   }
 
@@ -159,7 +160,7 @@ class RemotePeersImpl final : public RemotePeers {
     }
   }
   // One ssh session running hostperf-peer per host still without an error.
-  void SpawnPeers(const std::string& peer_input) {
+  void SpawnPeers(const std::vector<std::string>& peer_inputs) {
     peers_.resize(hosts_.size());
     logs_.resize(hosts_.size());
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
@@ -180,7 +181,7 @@ class RemotePeersImpl final : public RemotePeers {
         continue;
       }
       // The secret and the key travel on the encrypted session's standard input only.
-      peers_[i]->Write(peer_input);
+      peers_[i]->Write(peer_inputs[i]);
     }
   }
   // Waits up to `step` for each spawned peer's ready line; a host without
@@ -235,11 +236,38 @@ class RemotePeersImpl final : public RemotePeers {
 
 }  // namespace
 
+namespace {
+
+// A one-time secret: 32 random bytes as 64 hex digits (one line of a peer's input).
+Secret OneTimeSecret() {
+  const std::string text = HexDigits(RandomSecret());
+  return Secret(text.begin(), text.end());
+}
+
+}  // namespace
+
+Result<RunCredentials> MakeRunCredentials(std::size_t hosts) {
+  auto key = OrchestrationKey::Generate();
+  if (!key) return key.failure();
+  RunCredentials credentials;
+  for (std::size_t i = 0; i < hosts; ++i) credentials.host_secrets.push_back(OneTimeSecret());
+  credentials.plan_secret = OneTimeSecret();
+  credentials.orchestration_key = std::make_shared<const OrchestrationKey>(std::move(key).value());
+  return credentials;
+}
+
+std::string PeerInput(const RunCredentials& credentials, std::size_t host) {
+  const Secret& own = credentials.host_secrets.at(host);
+  return std::string(own.begin(), own.end()) + "\n" + HexDigits(credentials.orchestration_key->public_key()) + "\n" +
+         std::string(credentials.plan_secret.begin(), credentials.plan_secret.end()) + "\n";
+}
+
 std::unique_ptr<RemotePeers> StartRemotePeers(const std::vector<std::string>& destinations, RemoteOptions options,
-                                              const std::string& peer_input, const std::function<bool()>& cancelled,
+                                              const std::vector<std::string>& peer_inputs,
+                                              const std::function<bool()>& cancelled,
                                               const std::function<void(const std::string&)>& progress) {
   auto peers = std::make_unique<RemotePeersImpl>(std::move(options), progress);
-  peers->Start(destinations, peer_input, cancelled);
+  peers->Start(destinations, peer_inputs, cancelled);
   return peers;
 }
 

@@ -62,7 +62,7 @@ class ResponderHost final : private ResponderObserver {
     bool plan_unlimited_rate = false;
     std::uint32_t plan_max_duration_ms = 0;
     std::uint32_t plan_max_sessions = 0;
-    std::optional<OrchestrationPublicKey> orchestration_key;  // from orchestration_public_key_file
+    std::optional<OrchestrationPublicKey> orchestration_key = std::nullopt;  // from orchestration_public_key_file
     bool operator==(const Settings&) const = default;
   };
 

@@ -54,6 +54,7 @@ struct Connection {
   ResponderClock::time_point accepted;
   ResponderClock::time_point last_message;  // the last whole valid message
   bool proven = false;                      // a message signed over this connection's nonces was received
+  bool plan_keyed = false;                  // its hello was signed with options.plan_secret: plan sessions only
   std::vector<std::uint8_t> binding;        // after the hello: client nonce | responder nonce
   std::uint8_t revision = 0;                // negotiated in the hello
   std::uint64_t sent = 0;                   // messages sent after the hello (revision 3: signed)
@@ -175,6 +176,8 @@ class ResponderImpl final : public Responder {
   bool EvictOldestUnauthenticated();
   void ServeConnection(int fd, short revents, std::span<std::uint8_t> buffer, Clock::time_point now);
   void Flush(Connection& conn);
+  // The secret `conn`'s messages are signed with (plan_keyed: the plan secret).
+  const Secret& KeyOf(const Connection& conn) const;
   void Send(Connection& conn, const Message& message, std::span<const std::uint8_t> binding);
   // A message after the hello: signed over the connection's binding and,
   // at revision 3, its place in the connection's order.

@@ -137,10 +137,11 @@ void ResponderImpl::GoPlan(Clock::time_point now) {
   plan_.going = true;
   plan_.deadline = now + std::chrono::milliseconds(plan_.plan.duration_ms) + kPlanReportGrace;
   const int wake = wake_.get();
-  plan_.sender = std::make_unique<PlanSender>(plan_.plan, plan_.peers, options_.secret, options_.realtime, [wake] {
-    const std::uint64_t one = 1;
-    (void)!::write(wake, &one, sizeof(one));
-  });
+  plan_.sender = std::make_unique<PlanSender>(plan_.plan, plan_.peers, options_.plan_secret.value_or(options_.secret),
+                                              options_.realtime, [wake] {
+                                                const std::uint64_t one = 1;
+                                                (void)!::write(wake, &one, sizeof(one));
+                                              });
 }
 
 // The sender stops at its next step; it is joined once it has.

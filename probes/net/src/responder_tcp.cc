@@ -115,8 +115,12 @@ void ResponderImpl::Flush(Connection& conn) {
   }
 }
 
+const Secret& ResponderImpl::KeyOf(const Connection& conn) const {
+  return conn.plan_keyed ? *options_.plan_secret : options_.secret;
+}
+
 void ResponderImpl::Send(Connection& conn, const Message& message, std::span<const std::uint8_t> binding) {
-  const auto bytes = Encode(message, options_.secret, binding);
+  const auto bytes = Encode(message, KeyOf(conn), binding);
   conn.out.insert(conn.out.end(), bytes.begin(), bytes.end());
 }
 
@@ -148,8 +152,13 @@ bool ResponderImpl::ProcessControl(Connection& conn, Clock::time_point now) {
   std::size_t offset = 0;
   while (conn.state != ConnState::kTcpStreaming && conn.state != ConnState::kClosing) {
     const auto data = std::span(conn.in).subspan(offset);
-    const Decoded decoded =
-        Decode(data, options_.secret, MessageBinding(conn.binding, conn.revision, false, conn.received));
+    Decoded decoded = Decode(data, KeyOf(conn), MessageBinding(conn.binding, conn.revision, false, conn.received));
+    if (!decoded.message && decoded.error == DecodeError::kBadHmac && conn.state == ConnState::kAwaitHello &&
+        options_.plan_secret) {
+      // A host of a plan opening its session here (bare hosts over SSH).
+      decoded = Decode(data, *options_.plan_secret, MessageBinding(conn.binding, conn.revision, false, conn.received));
+      conn.plan_keyed = decoded.message.has_value();
+    }
     if (!decoded.message) {
       if (decoded.error == DecodeError::kTruncated && conn.in.size() - offset < kMaxBufferedControl) break;
       if (decoded.error == DecodeError::kBadVersion && conn.state == ConnState::kAwaitHello &&
@@ -185,6 +194,7 @@ bool ResponderImpl::HandleControl(Connection& conn, const Message& message, Cloc
       handled = AnswerHello(conn, message);
       break;
     case ConnState::kReady:
+      if (conn.plan_keyed && message.type != MessageType::kPlanSessionStart) break;  // good for nothing else
       handled =
           message.type == MessageType::kPlan ? TakePlanOffer(conn, message) : TakeSessionStart(conn, message, now);
       break;

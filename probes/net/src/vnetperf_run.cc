@@ -43,7 +43,9 @@ VnetperfRun::VnetperfRun(const FullRunContext& ctx, ResponderHost& responder, Pe
 }
 
 ProbeOutcome VnetperfRun::Run() {
-  auto secret = options_.secret ? Result<Secret>(*options_.secret) : responder_.ClientSecret(net_);
+  // Bare hosts over SSH each hold their own secret (host_secrets) and no
+  // shared one: the shared secret is then one nobody holds.
+  auto secret = options_.host_secrets.empty() ? responder_.ClientSecret(net_) : Result<Secret>(RandomSecret());
   if (!secret) return ProbeOutcome::Failure(secret.failure());
   secret_ = std::move(secret).value();
   if (options_.orchestration_key) {
@@ -85,7 +87,7 @@ std::optional<ProbeOutcome> VnetperfRun::FindHosts(json& result, Hosts& hosts, R
   if (!errors.empty() && !ignore_bad) {
     return ProbeOutcome::Failure("bad_hosts", errors.front(), result);
   }
-  hosts = ReachableHosts(specs, secret_, result["bad_hosts"], remote_mtus);
+  hosts = ReachableHosts(specs, result["bad_hosts"], remote_mtus);
   for (const json& bad : result["bad_hosts"]) Report("bad_host", bad);
   if (!result["bad_hosts"].empty() && !ignore_bad) {
     return ProbeOutcome::Failure("bad_hosts",
@@ -100,12 +102,11 @@ std::optional<ProbeOutcome> VnetperfRun::FindHosts(json& result, Hosts& hosts, R
 
 // Every host must answer a hello before any test runs (vnetperf's rule):
 // the hosts that did; the others go to `bad_hosts` with the reason.
-Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, const Secret& secret, json& bad_hosts,
-                                  RemoteMtus& remote_mtus) {
+Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, json& bad_hosts, RemoteMtus& remote_mtus) const {
   Hosts hosts;
   for (const auto& peer : Resolve(specs)) {
-    const Result<HelloReply> hello =
-        peer.address ? Hello(*peer.address, secret, kHelloTimeout) : Result<HelloReply>(peer.address.failure());
+    const Result<HelloReply> hello = peer.address ? Hello(*peer.address, SecretFor(peer.spec.name), kHelloTimeout)
+                                                  : Result<HelloReply>(peer.address.failure());
     if (hello) {
       hosts.emplace_back(peer.spec.name, *peer.address);
       remote_mtus[peer.spec.name] = hello->mtu;
@@ -114,6 +115,18 @@ Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, const Secr
     }
   }
   return hosts;
+}
+
+const Secret& VnetperfRun::SecretFor(const std::string& name) const {
+  const auto own = options_.host_secrets.find(name);
+  return own != options_.host_secrets.end() ? own->second : secret_;
+}
+
+PeerTarget VnetperfRun::TargetOf(const std::string& name, const SocketAddress& address) const {
+  PeerTarget target{name, address};
+  if (const auto own = options_.host_secrets.find(name); own != options_.host_secrets.end())
+    target.secret = own->second;
+  return target;
 }
 
 void VnetperfRun::PlanProgress(std::size_t hosts) {

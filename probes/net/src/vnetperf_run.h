@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/interfaces.h"
 #include "hostperf/probes/net/module.h"
 #include "hostperf/probes/net/net_probe.h"
@@ -44,8 +45,10 @@ class VnetperfRun {
   // The hosts that answered a hello (`result`'s bad_hosts the others), or
   // the outcome that ends the run.
   std::optional<ProbeOutcome> FindHosts(nlohmann::json& result, Hosts& hosts, RemoteMtus& remote_mtus);
-  static Hosts ReachableHosts(const std::vector<PeerSpec>& specs, const Secret& secret, nlohmann::json& bad_hosts,
-                              RemoteMtus& remote_mtus);
+  Hosts ReachableHosts(const std::vector<PeerSpec>& specs, nlohmann::json& bad_hosts, RemoteMtus& remote_mtus) const;
+  // The secret of the host named `name`: its own (bare hosts over SSH), else the shared one.
+  const Secret& SecretFor(const std::string& name) const;
+  PeerTarget TargetOf(const std::string& name, const SocketAddress& address) const;
   // What the run will take, for the progress line: every test runs for the
   // duration (per rate and host for throughput).
   void PlanProgress(std::size_t hosts);

@@ -43,7 +43,7 @@ json VnetperfRun::LatencyTable(const Hosts& hosts) {
   std::vector<WatchedDevice> watched;
   std::set<std::string> watched_names;
   for (const auto& [name, address] : hosts) {
-    targets.push_back({name, address});
+    targets.push_back(TargetOf(name, address));
     paths.push_back(DevicesToward(interfaces_, address));
     for (const WatchedDevice& device : paths.back()) {
       if (watched_names.insert(device.name).second) watched.push_back(device);
@@ -110,7 +110,7 @@ json VnetperfRun::ThroughputLadder(const Hosts& hosts, const std::string& test) 
       throughput.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
       throughput.datagram_size = net_.udp_datagram_size;
       const Burst burst(roots_, DevicesToward(interfaces_, address));
-      const ThroughputResult r = RunThroughput(address, throughput, secret_, stop);
+      const ThroughputResult r = RunThroughput(address, throughput, SecretFor(name), stop);
       const CounterDeltas deltas = burst.End(throughput.test == ThroughputTest::kTcp);
       json row = PairThroughputRow(date, test, rate, name, r);
       AttributeRow(r, throughput.test, rate * kMiB, interfaces_, burst.devices(), deltas, row, findings_);
@@ -128,7 +128,7 @@ json VnetperfRun::ThroughputLadder(const Hosts& hosts, const std::string& test) 
 // responders (plan.h); a host that fails is reported, the others go on.
 json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
   std::vector<PeerTarget> targets;
-  for (const auto& [name, address] : hosts) targets.push_back({name, address});
+  for (const auto& [name, address] : hosts) targets.push_back(TargetOf(name, address));
   json rows = json::array();
   for (const double rate : Rates()) {
     if (ctx_.ShouldStop()) break;
@@ -162,7 +162,7 @@ json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
 json VnetperfRun::ConnectionTable(const Hosts& hosts) {
   json rows = json::array();
   for (const auto& [name, address] : hosts) {
-    const auto r = ConnectionTest(address, secret_, net_.max_connections, std::chrono::seconds(10));
+    const auto r = ConnectionTest(address, SecretFor(name), net_.max_connections, std::chrono::seconds(10));
     // "maximum": what was asked of this peer (our cap or its own lower
     // limit), so that a full row reads accepted == maximum.
     rows.push_back({{"date", VnetperfDate()},

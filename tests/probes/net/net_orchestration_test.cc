@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/plan.h"
+#include "hostperf/probes/net/remote.h"
 #include "hostperf/probes/net/sockets.h"
 
 namespace hostperf::probes::net {
@@ -141,6 +143,32 @@ TEST(OrchestrationKeyTest, PublicKeyHexRoundTrip) {
   EXPECT_FALSE(PublicKeyFromHex(hex.substr(1)));
   EXPECT_FALSE(PublicKeyFromHex(std::string(63, '0') + "g"));
   EXPECT_FALSE(PublicKeyFromHex(std::string(64, 'A')));
+}
+
+// hostperf net --ssh: each bare host is given a secret nobody else holds,
+// the public half of the run's key and the run-wide plan secret.
+TEST(RunCredentialsTest, EachHostGetsASecretOfItsOwn) {
+  const auto credentials = MakeRunCredentials(3);
+  ASSERT_TRUE(credentials) << credentials.error();
+  ASSERT_EQ(credentials->host_secrets.size(), 3u);
+  std::set<Secret> distinct(credentials->host_secrets.begin(), credentials->host_secrets.end());
+  distinct.insert(credentials->plan_secret);
+  EXPECT_EQ(distinct.size(), 4u) << "the host secrets and the plan secret are all different";
+  for (const Secret& secret : credentials->host_secrets) EXPECT_EQ(secret.size(), 64u);
+  const std::string input = PeerInput(*credentials, 1);
+  const std::string own(credentials->host_secrets[1].begin(), credentials->host_secrets[1].end());
+  const std::string plan(credentials->plan_secret.begin(), credentials->plan_secret.end());
+  EXPECT_EQ(input, own + "\n" + HexDigits(credentials->orchestration_key->public_key()) + "\n" + plan + "\n");
+  for (const std::size_t other : {0u, 2u}) {
+    const Secret& secret = credentials->host_secrets[other];
+    EXPECT_EQ(input.find(std::string(secret.begin(), secret.end())), std::string::npos)
+        << "host 1 is given host " << other << "'s secret";
+  }
+  // The private half never goes to a host: a run's key signs nothing a
+  // second run's hosts take.
+  const auto second = MakeRunCredentials(1);
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->orchestration_key->public_key(), credentials->orchestration_key->public_key());
 }
 
 }  // namespace

@@ -626,6 +626,46 @@ TEST_F(NetPlanTest, WithoutOrchestrationKeysThereAreNoPlans) {
   EXPECT_NE(results[1].error.find("holds no orchestration key"), std::string::npos) << results[1].error;
 }
 
+// Bare hosts over SSH: each host has a secret of its own and the plans'
+// sessions between them use a run-wide plan secret. The plan runs among all
+// of them; the plan secret alone opens nothing but a plan's session (no
+// pair session, no ping), and one host's secret opens nothing on another.
+TEST_F(NetPlanTest, HostsWithSecretsOfTheirOwnRunPlansOverTheRunWideSecretOnly) {
+  const Secret plan_secret(32, 0x50);
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    AddHost(16, [&](ResponderOptions& options) {
+      options.secret = Secret(32, static_cast<std::uint8_t>(0x60 + i));
+      options.plan_secret = plan_secret;
+    });
+    targets_.back().secret = Secret(32, static_cast<std::uint8_t>(0x60 + i));
+  }
+  const Secret nobody(32, 0x01);  // the shared secret of the call: no host holds it
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), nobody, Never);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.error;
+    EXPECT_EQ(r.report.sessions_ok, 2) << r.name;
+    EXPECT_EQ(r.report.peers_received, 2) << r.name;
+  }
+
+  ThroughputOptions pair;
+  pair.duration = 200ms;
+  pair.rate_bytes_per_second = 1 << 20;
+  const auto with_plan_secret = RunThroughput(targets_[0].address, pair, plan_secret, Never);
+  EXPECT_NE(with_plan_secret.outcome, SessionOutcome::kOk) << "the plan secret started a pair session";
+  EXPECT_EQ(with_plan_secret.bytes_sent, 0u);
+  LatencyOptions pings;
+  pings.packets = 3;
+  pings.interval = 10ms;
+  pings.reply_timeout = 300ms;
+  PeerTarget pinged{"host1", targets_[0].address};
+  pinged.secret = plan_secret;
+  const auto latency = MeasureLatency(std::span(&pinged, 1), pings, nobody, Never);
+  EXPECT_EQ(latency[0].received, 0u) << "the plan secret was answered a ping";
+  EXPECT_FALSE(Hello(targets_[1].address, *targets_[0].secret, 1s)) << "host 1's secret opened host 2";
+  const auto own = RunThroughput(targets_[0].address, pair, *targets_[0].secret, Never);
+  EXPECT_EQ(own.outcome, SessionOutcome::kOk) << "a host's own secret is good for a pair session";
+}
+
 // The worst case one plan can cause, per control byte: a responder sends at
 // most plan_max_rate for plan_max_duration (plus pacing slack), whatever
 // the coordinator asks; the bytes it sent are counted (the

@@ -47,6 +47,10 @@ struct LatencyResult {
 struct PeerTarget {
   std::string name;
   SocketAddress address;
+  // This host's own secret (bare hosts over SSH each get one); none: the
+  // secret the call is given.
+  std::optional<Secret> secret = std::nullopt;
+  const Secret& SecretOr(const Secret& shared) const { return secret ? *secret : shared; }
 };
 
 // UDP ping-pong with every target at once: packet i to each target leaves at

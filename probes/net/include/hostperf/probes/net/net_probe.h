@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -68,8 +69,9 @@ struct NetOptions : ProbeOptions {
   std::optional<std::vector<std::string>> hosts;                // none: the configured peers
   bool ignore_bad_hosts = false;
   std::optional<std::vector<std::uint16_t>> ports;  // none: [probes.net] ports
-  // A one-time secret (bare hosts over SSH, remote.h); none: probes.net.secret_file.
-  std::optional<std::vector<std::uint8_t>> secret;
+  // Bare hosts over SSH (remote.h): each host's own one-time secret, by its
+  // entry in `hosts`; empty: probes.net.secret_file.
+  std::map<std::string, std::vector<std::uint8_t>> host_secrets;
   // A one-time orchestration key (bare hosts over SSH: their peers trust its
   // public key only); none: probes.net.orchestration_key_file.
   std::shared_ptr<const OrchestrationKey> orchestration_key;

@@ -134,9 +134,9 @@ struct Plan {
   ThroughputTest test = ThroughputTest::kTcp;
   std::uint16_t peer_count = 0;  // how many addresses the kPlanPeers messages carry
   std::uint32_t duration_ms = 0;
-  std::uint64_t rate_bytes_per_second = 0;  // the host's total, spread over its peers; 0: unlimited
-  std::uint32_t datagram_size = 0;          // UDP
-  std::optional<PlanSignature> signature;   // revision >= 4: the orchestrator's (sent after the fields)
+  std::uint64_t rate_bytes_per_second = 0;                // the host's total, spread over its peers; 0: unlimited
+  std::uint32_t datagram_size = 0;                        // UDP
+  std::optional<PlanSignature> signature = std::nullopt;  // revision >= 4: the orchestrator's (sent after the fields)
 };
 // A peer's address as a plan carries it: family (4 or 6), 16 address bytes
 // (IPv4 in the first 4), port.

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "hostperf/base/result.h"
+#include "hostperf/probes/net/orchestration.h"
+#include "hostperf/probes/net/protocol.h"
 
 namespace hostperf::probes::net {
 
@@ -49,12 +51,28 @@ class RemotePeers {
   virtual void Stop() = 0;
 };
 
+// The credentials of one run over SSH, made for it and gone with it: a
+// secret of each host's own (the CLI's sessions with that host: nobody else
+// holds it), a run-wide secret that only opens the sessions of plans between
+// the hosts, and the run's orchestration key (only its public half leaves
+// the CLI). A bare host that turns hostile can take part in the plans the
+// CLI signs, and nothing else.
+struct RunCredentials {
+  std::vector<Secret> host_secrets;  // by destination; each 64 hex digits
+  Secret plan_secret;
+  std::shared_ptr<const OrchestrationKey> orchestration_key;
+};
+Result<RunCredentials> MakeRunCredentials(std::size_t hosts);
+// What host `host`'s peer reads on its standard input: its secret, the
+// public key, the plan secret, one line each (hostperf-peer --help).
+std::string PeerInput(const RunCredentials& credentials, std::size_t host);
+
 // Starts a peer on every host at once; a host where it failed has its error
-// set (the others run). `peer_input`: the lines written to each peer's
-// standard input (the one-time secret, then the public key of the run's
-// orchestration key; hostperf-peer's --help). `progress`: one line per step and host.
+// set (the others run). `peer_inputs`: what each destination's peer is
+// given on its standard input (PeerInput). `progress`: one line per step and host.
 std::unique_ptr<RemotePeers> StartRemotePeers(const std::vector<std::string>& destinations, RemoteOptions options,
-                                              const std::string& peer_input, const std::function<bool()>& cancelled,
+                                              const std::vector<std::string>& peer_inputs,
+                                              const std::function<bool()>& cancelled,
                                               const std::function<void(const std::string&)>& progress);
 
 // The hostperf-peer to copy: $HOSTPERF_PEER, beside this program (the build

@@ -69,6 +69,13 @@ struct ResponderOptions {
   // connection of revision 2 or 3 (an older coordinator) cannot be signed
   // and is refused too when a key is set.
   std::optional<OrchestrationPublicKey> orchestration_key;
+  // The secret of plan sessions between hosts; none: `secret`. Bare hosts
+  // over SSH each have a `secret` of their own, so the sessions their plans
+  // open to each other use this run-wide one instead, which is good for
+  // nothing else: a TCP connection whose hello it signs may only start a
+  // session of the plan this host was given (kPlanSessionStart), and the
+  // sessions this host's own plans open are signed with it.
+  std::optional<Secret> plan_secret;
   RealtimeClock realtime = RealtimeNs;
   ResponderObserver* observer = nullptr;  // may be null; must outlive the responder
   // The MTU of the interface replies to this client address (numeric) leave
