@@ -366,5 +366,35 @@ TEST(FilesFault, ConfigCheckRefusesHttpPeersAndUnusableOrchestrationKeys) {
   EXPECT_THAT(bad_public.err, HasSubstr("orchestration public key file " + junk + " holds no PEM public key"));
 }
 
+// The rest of what start-up refuses: a state directory that cannot be
+// created (a file where a directory should be) and a responder port that is
+// the exporter's own listening port. Both fail the check and the daemon.
+TEST(FilesFault, ConfigCheckRefusesAStateDirectoryItCannotCreateAndAPortTakenTwice) {
+  TempDir dir;
+  const std::string file = dir.Write("a-file", "x");
+  const std::string unusable = dir.Write(
+      "state.toml",
+      "state_directory = \"" + file + "/state\"\n" + NetOff(FreeLoopbackPort()) +
+          "[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n[probes.disk]\nenabled = false\n");
+  const CommandResult state =
+      RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.check", "--config.file=" + unusable}, seconds(30));
+  EXPECT_EQ(state.status, 1) << state.out;
+  EXPECT_THAT(state.err, HasSubstr("state directory " + file + "/state: " + file + " is not a directory"));
+  ChildProcess daemon(HOSTPERF_EXPORTER_BIN, {"--config.file=" + unusable, "--web.listen-address=127.0.0.1:0"});
+  ASSERT_EQ(daemon.Wait(seconds(20)), 1) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("is not a directory"));
+
+  const std::uint16_t port = FreeLoopbackPort();
+  const std::string twice = dir.Write("twice.toml", Config(dir, "") + NetOff(port));
+  const CommandResult taken =
+      RunCommand(HOSTPERF_EXPORTER_BIN,
+                 {"--config.check", "--config.file=" + twice, "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+                 seconds(30));
+  EXPECT_EQ(taken.status, 1) << taken.out;
+  EXPECT_THAT(taken.err, HasSubstr("probes.net: ports names " + std::to_string(port) +
+                                   ", the port the exporter listens on (--web.listen-address)"));
+  EXPECT_EQ(RunCommand(HOSTPERF_EXPORTER_BIN, {"--config.check", "--config.file=" + twice}, seconds(30)).status, 0);
+}
+
 }  // namespace
 }  // namespace hostperf::testing

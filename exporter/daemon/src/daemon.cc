@@ -4,12 +4,17 @@
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <system_error>
 
@@ -119,9 +124,34 @@ Result<config::Config> LoadDaemonConfig(const std::optional<std::filesystem::pat
   return loaded;
 }
 
+namespace {
+
+// Why the state directory could not be created (or used) at start, without
+// creating it: it, or the nearest part of its path that exists, must be a
+// directory this process can write into.
+std::optional<std::string> StateDirectoryError(const std::filesystem::path& directory) {
+  std::error_code ec;
+  std::filesystem::path existing = directory;
+  while (!std::filesystem::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  const std::string where = "state directory " + directory.string();
+  if (!std::filesystem::is_directory(existing, ec)) {
+    return where + ": " + existing.string() + " is not a directory";
+  }
+  if (::access(existing.c_str(), W_OK | X_OK) != 0) {
+    return where + ": " + (existing == directory ? "not writable" : "cannot be created in " + existing.string()) +
+           " by this user (" + std::strerror(errno) + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<std::string> StartErrors(const config::Config& config, const DaemonOptions& options) {
   std::vector<std::string> errors;
   if (auto token = Daemon::LoadApiToken(config); !token) errors.push_back(token.error());
+  if (auto state = StateDirectoryError(config::ResolveStateDirectory(config))) errors.push_back(std::move(*state));
   probes::StartFacts facts;
   facts.exporter_ports.push_back(kDefaultExporterPort);
   const auto colon = options.listen_address.rfind(':');
@@ -129,9 +159,9 @@ std::vector<std::string> StartErrors(const config::Config& config, const DaemonO
     const std::string digits = options.listen_address.substr(colon + 1);
     unsigned port = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-    if (ec == std::errc() && end == digits.data() + digits.size() && port > 0 && port <= 65535 &&
-        port != kDefaultExporterPort) {
-      facts.exporter_ports.push_back(static_cast<std::uint16_t>(port));
+    if (ec == std::errc() && end == digits.data() + digits.size() && port > 0 && port <= 65535) {
+      facts.listen_port = static_cast<std::uint16_t>(port);
+      if (port != kDefaultExporterPort) facts.exporter_ports.push_back(facts.listen_port);
     }
   }
   for (std::string& error : probes::ConfigErrors(config, facts)) errors.push_back(std::move(error));

@@ -121,6 +121,12 @@ std::vector<std::string> ConfigErrors(const config::ProbeConfig& section, const 
   if (!net.orchestration_key_file.empty()) {
     if (auto key = OrchestrationKey::FromPemFile(net.orchestration_key_file); !key) errors.push_back(key.error());
   }
+  if (facts.listen_port != 0 && std::find(net.ports.begin(), net.ports.end(), facts.listen_port) != net.ports.end()) {
+    errors.push_back("ports names " + std::to_string(facts.listen_port) +
+                     ", the port the exporter listens on (--web.listen-address): the responder needs ports of its "
+                     "own (default " +
+                     std::to_string(kDefaultNetPort) + ")");
+  }
   if (!section.schedule.enabled) return errors;
   RefuseExporterPorts(net.peers, "peers", net, facts, errors);
   std::vector<std::string> file_targets;

@@ -232,6 +232,9 @@ struct StartFacts {
   // The exporter's HTTP ports (its --web.listen-address and the default
   // 9580): no peer address of a probe should name one.
   std::vector<std::uint16_t> exporter_ports;
+  // The port this exporter listens on (0: unknown): a probe's own server
+  // cannot bind it too.
+  std::uint16_t listen_port = 0;
 };
 
 // A probe module: everything central code needs to know about one probe, so
