@@ -32,6 +32,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 namespace net = hostperf::probes::net;
 
@@ -254,6 +255,33 @@ TEST_F(NetSshTest, AHardLinkOrAnotherUsersFileAtALogNameIsNotWrittenThrough) {
   EXPECT_EQ(content(victim), "keep me\n");
   EXPECT_EQ(content(second), "theirs\n");
   EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
+// vnetperf's `--vertica-install DIR`: the peer is already installed under
+// the prefix DIR on every host, so nothing is copied (an scp that ran would
+// fail on its bad option) and the run works; the bare flag before a test
+// name still parses as the package's path.
+TEST_F(NetSshTest, VerticaInstallDirUsesTheInstalledPeerAndCopiesNothing) {
+  const std::string prefix = dir_.path() + "/opt/vertica";
+  fs::create_directories(prefix + "/libexec/hostperf");
+  fs::copy_file(PeerProgram(), prefix + "/libexec/hostperf/hostperf-peer");
+  const auto results = dir_.path() + "/installed.json";
+  const auto run = RunCommand(HOSTPERF_CLI_BIN,
+                              NetArgs({"--scp-options", "-o NoSuchScpOption=1", "--vertica-install", prefix,
+                                       "--duration", "0.5", "--output-file", results, "latency"}),
+                              120s);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  EXPECT_THAT(run.err, Not(HasSubstr("copying hostperf-peer"))) << run.err;
+  EXPECT_THAT(run.out, HasSubstr(Target(0)));
+  EXPECT_THAT(run.out, HasSubstr(Target(1)));
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+
+  // Without the program under the prefix: each host is named with why.
+  const auto missing =
+      RunCommand(HOSTPERF_CLI_BIN,
+                 NetArgs({"--vertica-install", dir_.path() + "/nothing-here", "--duration", "0.5", "latency"}), 120s);
+  EXPECT_NE(missing.status, 0);
+  EXPECT_THAT(missing.out + missing.err, HasSubstr("nothing-here/libexec/hostperf/hostperf-peer"));
 }
 
 TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "hostperf/base/files.h"
 #include "hostperf/base/flags.h"
@@ -57,7 +58,11 @@ stops it and removes the copy, also on Ctrl-C. Hosts are [user@]host, without
   --scp-options "O"      options for scp, e.g. "-P 2222"
   --tmp-dir D            where the copy goes on each host (default /tmp)
   --installed            use the hosts' installed /usr/libexec/hostperf/hostperf-peer
-                         instead of copying it (vnetperf's --vertica-install, also accepted)
+                         instead of copying it
+  --vertica-install [DIR]
+                         the same with DIR as the install prefix on every host:
+                         DIR/libexec/hostperf/hostperf-peer (default /usr); DIR is
+                         taken when it is an absolute path
   --collect-logs         bring each host's hostperf-peer log back
   --log-dir D            where --collect-logs puts them (default .)
 )";
@@ -216,10 +221,43 @@ Result<void> TakeRemoteHosts(NetCommand& command, nlohmann::json& options) {
   return {};
 }
 
+// vnetperf's `--vertica-install DIR`: the hosts already have the tools
+// under DIR, an install prefix (hostperf-peer is DIR/libexec/hostperf/
+// hostperf-peer, as the package puts it under /usr). Its value is taken
+// only when it is an absolute path (`--vertica-install=DIR` too), so that
+// the bare flag before a test name keeps meaning the package's own path.
+// The arguments with that value taken out, and the directory.
+std::pair<std::vector<std::string>, std::string> TakeInstallDirectory(const std::vector<std::string>& args) {
+  static constexpr std::string_view kFlag = "--vertica-install";
+  std::vector<std::string> rest;
+  std::string directory;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      rest.insert(rest.end(), args.begin() + static_cast<long>(i), args.end());
+      break;
+    }
+    if (args[i].rfind(std::string(kFlag) + "=", 0) == 0) {
+      directory = args[i].substr(kFlag.size() + 1);
+      rest.emplace_back(kFlag);
+    } else if (args[i] == kFlag && i + 1 < args.size() && args[i + 1].rfind('/', 0) == 0) {
+      directory = args[++i];
+      rest.emplace_back(kFlag);
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  return {rest, directory};
+}
+
 }  // namespace
 
-Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
+Result<NetCommand> ParseNetCommand(const std::vector<std::string>& all_args) {
   using R = Result<NetCommand>;
+  const auto [args, install_directory] = TakeInstallDirectory(all_args);
+  if (!install_directory.empty() &&
+      (install_directory.front() != '/' || install_directory.find_first_of("'\"\\$`\n") != std::string::npos)) {
+    return R::Error("--vertica-install: an absolute directory without quotes or shell characters");
+  }
   static constexpr FlagSpec kFlags[] = {
       Switch("help", "h"),
       Switch("condense"),
@@ -248,6 +286,11 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args) {
   nlohmann::json options = nlohmann::json::object();
   for (const FlagValue& flag : parsed_flags->flags) {
     if (auto applied = ApplyFlag(flag, command, options); !applied) return applied.failure();
+  }
+  if (command.remote && !install_directory.empty()) {
+    std::string prefix = install_directory;
+    while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+    command.remote->installed_program = prefix + "/libexec/hostperf/hostperf-peer";
   }
   if (command.remote) {
     if (auto taken = TakeRemoteHosts(command, options); !taken) return taken.failure();

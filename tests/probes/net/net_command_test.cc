@@ -63,5 +63,31 @@ TEST(ParseNetCommandTest, Errors) {
   EXPECT_FALSE(ParseNetCommand({})->json);
 }
 
+// vnetperf's --vertica-install takes the install prefix when an absolute
+// path follows it; bare (a test name follows) it means the package's path.
+TEST(ParseNetCommandTest, VerticaInstallTakesAnInstallPrefix) {
+  const auto with_dir = ParseNetCommand({"--hosts", "h1,h2", "--vertica-install", "/opt/vertica/", "latency"});
+  ASSERT_TRUE(with_dir) << with_dir.error();
+  ASSERT_TRUE(with_dir->remote);
+  EXPECT_TRUE(with_dir->remote->installed);
+  EXPECT_EQ(with_dir->remote->installed_program, "/opt/vertica/libexec/hostperf/hostperf-peer");
+  EXPECT_THAT(with_dir->options.tests, ElementsAre("latency"));
+  EXPECT_THAT(with_dir->remote_hosts, ElementsAre("h1", "h2"));
+
+  const auto equals = ParseNetCommand({"--hosts", "h1", "--vertica-install=/srv/hp", "latency"});
+  ASSERT_TRUE(equals) << equals.error();
+  EXPECT_EQ(equals->remote->installed_program, "/srv/hp/libexec/hostperf/hostperf-peer");
+
+  const auto bare = ParseNetCommand({"--hosts", "h1", "--vertica-install", "latency"});
+  ASSERT_TRUE(bare) << bare.error();
+  EXPECT_TRUE(bare->remote->installed);
+  EXPECT_EQ(bare->remote->installed_program, "/usr/libexec/hostperf/hostperf-peer");
+  EXPECT_THAT(bare->options.tests, ElementsAre("latency"));
+
+  const auto shell = ParseNetCommand({"--hosts", "h1", "--vertica-install=/opt/$(reboot)"});
+  ASSERT_FALSE(shell);
+  EXPECT_THAT(shell.error(), HasSubstr("--vertica-install: an absolute directory"));
+}
+
 }  // namespace
 }  // namespace hostperf::probes::net

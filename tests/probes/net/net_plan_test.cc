@@ -210,10 +210,18 @@ class HandControl {
   // Offers `plan` with `peers`, signed with `key` over this connection
   // (unsigned: null); the answer's type (nullopt: none).
   std::optional<MessageType> Offer(const Plan& plan, const std::vector<PlanPeer>& peers, const OrchestrationKey* key) {
+    std::optional<PlanSignature> signature;
+    if (key != nullptr) signature = key->Sign(PlanSigningBytes(binding_, plan, peers));
+    return OfferSigned(plan, peers, signature);
+  }
+  // The same with whatever signature a test made (for another connection,
+  // other peers).
+  std::optional<MessageType> OfferSigned(const Plan& plan, const std::vector<PlanPeer>& peers,
+                                         const std::optional<PlanSignature>& signature) {
     Message offer;
     offer.type = MessageType::kPlan;
     offer.plan = plan;
-    if (key != nullptr) offer.plan.signature = key->Sign(PlanSigningBytes(binding_, plan, peers));
+    offer.plan.signature = signature;
     Send(offer);
     for (std::size_t first = 0; first < peers.size(); first += kPlanPeersPerMessage) {
       Message batch;
@@ -561,30 +569,15 @@ TEST_F(NetPlanTest, AForgedOrchestratorIsRefusedWhateverElseItHolds) {
   HandControl first(targets_[host].address, secret_);
   HandControl second(targets_[host].address, secret_);
   ASSERT_TRUE(first.ready() && second.ready());
-  Message replay;
-  replay.type = MessageType::kPlan;
-  replay.plan = plan;
-  replay.plan.signature = key_.Sign(PlanSigningBytes(first.binding(), plan, peers));
-  second.Send(replay);
-  Message batch;
-  batch.type = MessageType::kPlanPeers;
-  batch.peers = peers;
-  second.Send(batch);
-  const auto replayed = second.Receive();
-  ASSERT_TRUE(replayed);
-  EXPECT_EQ(replayed->type, MessageType::kDenied);
+  EXPECT_EQ(second.OfferSigned(plan, peers, key_.Sign(PlanSigningBytes(first.binding(), plan, peers))),
+            MessageType::kDenied);
   EXPECT_EQ(observer.Refused("orchestrator"), 3);
 
   // Signed for one peer, sent with another.
   HandControl edited(targets_[host].address, secret_);
-  Message offer = replay;
-  offer.plan.signature = key_.Sign(PlanSigningBytes(edited.binding(), plan, peers));
-  edited.Send(offer);
-  batch.peers = {ToPlanPeer(targets_[other].address)};
-  edited.Send(batch);
-  const auto edited_answer = edited.Receive();
-  ASSERT_TRUE(edited_answer);
-  EXPECT_EQ(edited_answer->type, MessageType::kDenied);
+  EXPECT_EQ(edited.OfferSigned(plan, {ToPlanPeer(targets_[other].address)},
+                               key_.Sign(PlanSigningBytes(edited.binding(), plan, peers))),
+            MessageType::kDenied);
   EXPECT_EQ(observer.Refused("orchestrator"), 4);
 
   HandControl genuine(targets_[host].address, secret_);
