@@ -1,5 +1,6 @@
 #include "hostperf/probes/net/command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +65,7 @@ stops it and removes the copy, also on Ctrl-C. Hosts are [user@]host, without
                          DIR/libexec/hostperf/hostperf-peer (default /usr); DIR is
                          taken when it is an absolute path
   --collect-logs         bring each host's hostperf-peer log back
-  --log-dir D            where --collect-logs puts them (default .)
+  --log-dir D            where --collect-logs puts them (default .; made if missing)
 )";
 
 namespace {
@@ -213,9 +214,16 @@ Result<void> TakeRemoteHosts(NetCommand& command, nlohmann::json& options) {
   options.erase("hosts");  // replaced by the peers' host:port once they run
   if (options.contains("ports")) command.remote->port = static_cast<std::uint16_t>(options["ports"][0].get<int>());
   if (command.remote->collect_logs) {
+    // Made when missing (the logs hold host names and errors: owner-only).
     std::error_code ec;
     if (!std::filesystem::is_directory(command.remote->log_dir, ec)) {
-      return R::Error("--log-dir: " + command.remote->log_dir + " is not a directory");
+      const mode_t mask = ::umask(077);
+      std::filesystem::create_directories(command.remote->log_dir, ec);
+      ::umask(mask);
+      if (ec || !std::filesystem::is_directory(command.remote->log_dir)) {
+        return R::Error("--log-dir: cannot make the directory " + command.remote->log_dir +
+                        (ec ? ": " + ec.message() : ""));
+      }
     }
   }
   return {};

@@ -1,5 +1,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include "hostperf/probes/net/command.h"
 
@@ -61,6 +65,27 @@ TEST(ParseNetCommandTest, Errors) {
   EXPECT_TRUE(ParseNetCommand({"--list-tests"})->list_tests);
   EXPECT_TRUE(ParseNetCommand({"--json"})->json);
   EXPECT_FALSE(ParseNetCommand({})->json);
+}
+
+// --collect-logs makes a missing --log-dir (owner-only); a path under a
+// file cannot be made and is named.
+TEST(ParseNetCommandTest, CollectLogsMakesAMissingLogDir) {
+  char name[] = "/tmp/hostperf-logdir-XXXXXX";
+  const std::string base = ::mkdtemp(name);
+  const std::string logs = base + "/a/b";
+  const auto made = ParseNetCommand({"--hosts", "h1", "--collect-logs", "--log-dir", logs, "latency"});
+  ASSERT_TRUE(made) << made.error();
+  struct stat st {};
+  ASSERT_EQ(::stat(logs.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 077, 0u);
+  std::FILE* file = std::fopen((base + "/file").c_str(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fclose(file);
+  const auto refused = ParseNetCommand({"--hosts", "h1", "--collect-logs", "--log-dir", base + "/file/logs"});
+  ASSERT_FALSE(refused);
+  EXPECT_THAT(refused.error(), HasSubstr("--log-dir: cannot make the directory " + base + "/file/logs"));
+  std::filesystem::remove_all(base);
 }
 
 // vnetperf's --vertica-install takes the install prefix when an absolute
