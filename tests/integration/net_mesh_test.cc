@@ -190,6 +190,8 @@ TEST_F(NetMeshTest, AHostKilledMidTestIsReportedWithinABoundedTime) {
     EXPECT_EQ(row["sessions_failed"], 1) << row.dump();
   }
   EXPECT_THAT(run.out, HasSubstr(Host(2)));
+  EXPECT_EQ(run.status, 1) << "a host not measured fails the run";
+  EXPECT_THAT(run.err, HasSubstr("host " + Host(2) + " was not measured")) << run.err;
 }
 
 // The fleet secret measures, the orchestration key directs: a CLI with the
@@ -208,6 +210,9 @@ TEST_F(NetMeshTest, OnlyTheTrustedOrchestrationKeyRunsPlans) {
   ASSERT_TRUE(MakeOrchestrationKey("forged"));
   cli_config_ = CliConfig("forged.key");
   const auto [run, json] = Net("tcp-throughput", "8", "1");
+  // No host measured: the run fails and names one (vnetperf's exit status).
+  EXPECT_EQ(run.status, 1) << run.out << run.err;
+  EXPECT_THAT(run.err, HasSubstr("was not measured in tcp-throughput")) << run.err;
   const auto& rows = json["tests"]["tcp-throughput"];
   for (int i = 0; i < kHosts; ++i) {
     const auto row = Row(rows, Host(i));

@@ -31,7 +31,8 @@ shows the step running and the time left. Options take "--opt value" or
   --hosts h1,h2 | FILE   hosts (names or addresses, optional :port); a file holds
                          one per line or a comma-separated list; default: the
                          configured peers
-  --ignore-bad-hosts     test the reachable hosts when some are not
+  --ignore-bad-hosts     test the reachable hosts when some are not, and exit 0
+                         when a host could not be measured in a test
   --json                 print the result as JSON (as the run API returns it)
                          instead of the tables; no results file unless --output-file
   --list-tests           list the tests and exit

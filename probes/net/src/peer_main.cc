@@ -44,7 +44,8 @@ constexpr const char* kUsage =
     "\n"
     "  --bind ADDRESS        numeric address to bind (default 0.0.0.0)\n"
     "  --ports LIST          TCP and UDP ports, comma-separated (default 14159; 0: any)\n"
-    "  --max-connections N   TCP connections at once (default 64)\n"
+    "  --max-connections N   TCP connections at once (default 64); a plan may name up to\n"
+    "                        N - 1 peers (the CLI sizes it for the number of hosts)\n"
     "  --remove-dir DIR      on exit, remove DIR and the files in it (the copy made for\n"
     "                        this run; its name must start with \"hostperf.\")\n"
     "  --help                this text\n";
@@ -199,6 +200,8 @@ int main(int argc, char** argv) {
   if (const auto exit_code = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), options, remove_dir)) {
     return *exit_code;
   }
+  // The CLI signs the plans and sized the connection limit for its hosts.
+  options.plan_max_sessions = std::max<std::uint32_t>(1, options.max_connections - 1);
   // The directory goes on every path out from here, errors included.
   struct Cleanup {
     std::string dir;

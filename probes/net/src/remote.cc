@@ -167,7 +167,11 @@ class RemotePeersImpl final : public RemotePeers {
       RemoteHost& host = hosts_[i];
       if (!host.error.empty()) continue;
       const std::string program = options_.installed ? options_.installed_program : host.directory + "/hostperf-peer";
-      std::string command = "exec " + Quote(program) + " --ports " + std::to_string(options_.port);
+      // Sized for the cluster: every other host's plan sessions, this CLI's
+      // control and test connections, and room to spare.
+      const std::size_t connections = std::max<std::size_t>(64, hosts_.size() + 16);
+      std::string command = "exec " + Quote(program) + " --ports " + std::to_string(options_.port) +
+                            " --max-connections " + std::to_string(std::min<std::size_t>(connections, 65535));
       if (!host.directory.empty()) command += " --remove-dir " + Quote(host.directory);
       auto log = OpenLog(host);
       if (!log) {

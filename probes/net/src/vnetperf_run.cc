@@ -77,7 +77,15 @@ ProbeOutcome VnetperfRun::Run() {
   if (ctx_.ShouldStop()) {
     return ProbeOutcome::Failure(ctx_.Cancelled() ? "cancelled" : "timeout", "net run stopped", result);
   }
+  if (!unmeasured_.empty() && !options_.ignore_bad_hosts) {
+    return ProbeOutcome::Failure("bad_hosts", unmeasured_ + " (use --ignore-bad-hosts to accept the others' figures)",
+                                 result);
+  }
   return ProbeOutcome::Success(result);
+}
+
+void VnetperfRun::NoteUnmeasured(const std::string& name, const std::string& test, const std::string& error) {
+  if (unmeasured_.empty()) unmeasured_ = "host " + name + " was not measured in " + test + ": " + error;
 }
 
 std::optional<ProbeOutcome> VnetperfRun::FindHosts(json& result, Hosts& hosts, RemoteMtus& remote_mtus) {

@@ -80,6 +80,10 @@ class VnetperfRun {
   // What our own bursts moved on the interfaces when they fell short, and
   // the MTU mismatches.
   nlohmann::json findings_ = nlohmann::json::array();
+  // The first host a throughput test could not measure, and why: the run
+  // fails with it unless --ignore-bad-hosts.
+  std::string unmeasured_;
+  void NoteUnmeasured(const std::string& name, const std::string& test, const std::string& error);
   std::chrono::steady_clock::time_point started_;
   std::size_t slots_ = 0;
   std::size_t done_ = 0;

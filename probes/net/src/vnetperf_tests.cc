@@ -111,6 +111,9 @@ json VnetperfRun::ThroughputLadder(const Hosts& hosts, const std::string& test) 
       throughput.datagram_size = net_.udp_datagram_size;
       const Burst burst(roots_, DevicesToward(interfaces_, address));
       const ThroughputResult r = RunThroughput(address, throughput, SecretFor(name), stop);
+      if (r.outcome != SessionOutcome::kOk && r.outcome != SessionOutcome::kStopped) {
+        NoteUnmeasured(name, test, r.error.empty() ? std::string(ToString(r.outcome)) : r.error);
+      }
       const CounterDeltas deltas = burst.End(throughput.test == ThroughputTest::kTcp);
       json row = PairThroughputRow(date, test, rate, name, r);
       AttributeRow(r, throughput.test, rate * kMiB, interfaces_, burst.devices(), deltas, row, findings_);
@@ -147,6 +150,7 @@ json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
     for (std::string& finding : PlanShortfalls(results, test, rate)) findings_.push_back(std::move(finding));
     json ok_rows = json::array();
     for (const AllToAllHostResult& r : results) {
+      if (!r.ok && r.error != "stopped") NoteUnmeasured(r.name, test, r.error);
       rows.push_back(PlanRow(date, test, rate, r));
       if (r.ok) ok_rows.push_back(rows.back());
     }
