@@ -97,7 +97,10 @@ TEST(CliDropIn, ReferenceToolNamesRunTheirCommand) {
     // Every argument is the tool's: a global flag is not taken.
     const auto bad = RunCommand(link, {"--config.file=/nonexistent"}, seconds(10));
     EXPECT_EQ(bad.status, 2) << tool;
-    EXPECT_THAT(bad.err, StartsWith("hostperf " + command + ": unknown option \"--config.file=/nonexistent\"")) << tool;
+    // Errors speak the name the operator typed.
+    EXPECT_THAT(bad.err,
+                StartsWith(tool + ": unknown option \"--config.file=/nonexistent\"; see '" + tool + " --help'"))
+        << tool;
   }
   const auto tests = RunCommand((drop_in / "vnetperf").string(), {"--list-tests"}, seconds(10));
   EXPECT_EQ(tests.out, "latency\ntcp-throughput\nudp-throughput\nconnections\n");
@@ -113,6 +116,7 @@ TEST(CliDropIn, ReferenceToolNamesRunTheirCommand) {
                                "--output-file=" + dir.path() + "/r.json", "latency"},
                               seconds(30));
   EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_THAT(run.err, StartsWith("vnetperf: bad_hosts: ")) << run.err;
   EXPECT_THAT(run.out, HasSubstr("Host 127.0.0.1:1 is not reachable"));
   EXPECT_THAT(run.err, Not(HasSubstr("no_secret")));
 

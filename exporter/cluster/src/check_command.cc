@@ -14,10 +14,14 @@
 #include "hostperf/base/http_client.h"
 #include "hostperf/cluster/check.h"
 #include "hostperf/cluster/run_client.h"
+#include "hostperf/probes/probe.h"
 #include "hostperf/runs/api_token.h"
 
 namespace hostperf::cluster {
 namespace {
+
+// "hostperf check", or "gpcheckperf" when started as it.
+std::string Label() { return probes::CommandLabel(kCheckCommandName); }
 
 constexpr std::string_view kSummary = R"(  check [-d DIR]... [-h HOST]... [-f HOSTFILE] [-r dsNnM] [-D] [-v] [--json]
                       gpcheckperf: disk, stream and network tests on every
@@ -107,7 +111,7 @@ std::optional<int> PrepareRemoteRuns(const CheckOptions& options, const CheckCom
                                      std::unique_ptr<HttpClient>* client, cluster::RemoteRunOptions* remote) {
   auto made = MakeRunApiClient(options);
   if (!made) {
-    std::fprintf(stderr, "hostperf check: %s\n", made.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", Label().c_str(), made.error().c_str());
     return 1;
   }
   *client = std::move(made).value();
@@ -116,15 +120,15 @@ std::optional<int> PrepareRemoteRuns(const CheckOptions& options, const CheckCom
   const std::filesystem::path token_file =
       !options.token_file.empty() ? options.token_file : context.config->api.token_file;
   if (token_file.empty()) {
-    std::fputs(
-        "hostperf check: other hosts run their tests through their run API: give its token with "
-        "--token-file FILE or api.token_file in the config\n",
-        stderr);
+    std::fprintf(stderr,
+                 "%s: other hosts run their tests through their run API: give its token with --token-file FILE or "
+                 "api.token_file in the config\n",
+                 Label().c_str());
     return 1;
   }
   auto token = runs::ReadApiToken(token_file);
   if (!token) {
-    std::fprintf(stderr, "hostperf check: %s\n", token.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", Label().c_str(), token.error().c_str());
     return 1;
   }
   remote->token = *token;
@@ -145,7 +149,7 @@ int ReportCheckRun(const CheckRun& run, const CheckOptions& options) {
   } else if (run.ran) {
     std::fputs(FormatCheckResult(run.check, {options.per_host, options.verbose}).c_str(), stdout);
   }
-  for (const auto& error : run.errors) std::fprintf(stderr, "hostperf check: %s\n", error.c_str());
+  for (const auto& error : run.errors) std::fprintf(stderr, "%s: %s\n", Label().c_str(), error.c_str());
   return run.errors.empty() ? 0 : 1;
 }
 

@@ -131,8 +131,8 @@ int UsageError(const std::string& command, const std::string& message) {
   if (command.empty()) {
     std::fprintf(stderr, "hostperf: %s; see 'hostperf --help'\n", message.c_str());
   } else {
-    std::fprintf(stderr, "hostperf %s: %s; see 'hostperf %s --help'\n", command.c_str(), message.c_str(),
-                 command.c_str());
+    const std::string label = hostperf::probes::CommandLabel(command);
+    std::fprintf(stderr, "%s: %s; see '%s --help'\n", label.c_str(), message.c_str(), label.c_str());
   }
   return 2;
 }
@@ -237,6 +237,7 @@ int main(int argc, char** argv) {
   // comes from HOSTPERF_CONFIG (else the default below).
   const std::vector<std::string> args(argv + 1, argv + argc);
   const std::string drop_in = DropInCommand(argc > 0 ? argv[0] : nullptr);
+  if (!drop_in.empty()) probes::SetDropIn(drop_in, std::filesystem::path(argv[0]).filename().string());
   auto parsed = drop_in.empty() ? ParseFlags(args, {kGlobalFlags, /*stop_at_positional=*/true})
                                 : Result<ParsedFlags>(ParsedFlags{});
   if (!parsed) return UsageError("", parsed.error());

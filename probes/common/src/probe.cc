@@ -75,10 +75,33 @@ Result<std::chrono::nanoseconds> ParseDurationOption(const nlohmann::json& value
   return R::Error("expected a duration such as \"60s\" or a number of seconds, got " + std::string(value.type_name()));
 }
 
+namespace {
+
+// Set once by main() before any thread starts.
+struct DropIn {
+  std::string command;
+  std::string tool;
+};
+DropIn& CurrentDropIn() {
+  static DropIn drop_in;
+  return drop_in;
+}
+
+}  // namespace
+
+std::string CommandLabel(std::string_view command) {
+  const DropIn& drop_in = CurrentDropIn();
+  if (!drop_in.tool.empty() && drop_in.command == command) return drop_in.tool;
+  return "hostperf " + std::string(command);
+}
+
+void SetDropIn(std::string_view command, std::string_view tool) {
+  CurrentDropIn() = DropIn{std::string(command), std::string(tool)};
+}
+
 int CommandExitCode(std::string_view command, const ProbeOutcome& outcome) {
   if (outcome.status == ProbeOutcome::Status::kSuccess) return 0;
-  std::fprintf(stderr, "hostperf %.*s: %s: %s\n", static_cast<int>(command.size()), command.data(),
-               outcome.reason.c_str(), outcome.message.c_str());
+  std::fprintf(stderr, "%s: %s: %s\n", CommandLabel(command).c_str(), outcome.reason.c_str(), outcome.message.c_str());
   return 1;
 }
 

@@ -98,7 +98,7 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
     if (const auto written =
             WriteJsonLog(log_file, outcome.result, outcome.reason, outcome.message, command.condense_log);
         !written) {
-      std::fprintf(stderr, "hostperf io: %s\n", written.error().c_str());
+      std::fprintf(stderr, "%s: %s\n", CommandLabel("io").c_str(), written.error().c_str());
       if (ok) return 1;
     }
   }

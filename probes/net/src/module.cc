@@ -157,7 +157,7 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
   if (!remote_options.installed) {
     auto program = FindPeerProgram();
     if (!program) {
-      std::fprintf(stderr, "hostperf net: %s\n", program.error().c_str());
+      std::fprintf(stderr, "%s: %s\n", CommandLabel("net").c_str(), program.error().c_str());
       return 1;
     }
     remote_options.peer_program = std::move(program).value();
@@ -166,13 +166,14 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
   // the run's private key (plans).
   auto credentials = MakeRunCredentials(command.remote_hosts.size());
   if (!credentials) {
-    std::fprintf(stderr, "hostperf net: %s\n", credentials.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", CommandLabel("net").c_str(), credentials.error().c_str());
     return 1;
   }
   std::vector<std::string> peer_inputs;
   for (std::size_t i = 0; i < command.remote_hosts.size(); ++i) peer_inputs.push_back(PeerInput(*credentials, i));
-  remote = StartRemotePeers(command.remote_hosts, remote_options, peer_inputs, context.cancelled,
-                            [](const std::string& line) { std::fprintf(stderr, "hostperf net: %s\n", line.c_str()); });
+  remote = StartRemotePeers(
+      command.remote_hosts, remote_options, peer_inputs, context.cancelled,
+      [](const std::string& line) { std::fprintf(stderr, "%s: %s\n", CommandLabel("net").c_str(), line.c_str()); });
   std::vector<std::string> targets;
   std::string bad;
   for (const RemoteHost& host : remote->hosts()) {
@@ -191,13 +192,13 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
   if (context.cancelled()) return 130;
   if (!bad.empty() && !options.ignore_bad_hosts) {
     std::fprintf(stderr,
-                 "hostperf net: bad_hosts: cannot start hostperf-peer on %s (use --ignore-bad-hosts to "
+                 "%s: bad_hosts: cannot start hostperf-peer on %s (use --ignore-bad-hosts to "
                  "test the others)\n",
-                 bad.c_str());
+                 CommandLabel("net").c_str(), bad.c_str());
     return 1;
   }
   if (targets.empty()) {
-    std::fprintf(stderr, "hostperf net: no_hosts: hostperf-peer started on no host\n");
+    std::fprintf(stderr, "%s: no_hosts: hostperf-peer started on no host\n", CommandLabel("net").c_str());
     return 1;
   }
   options.hosts = targets;
@@ -221,7 +222,7 @@ int FinishCommand(const NetCommand& command, VnetperfStream& stream, const Probe
     results["error"] = {{"reason", outcome.reason}, {"message", outcome.message}};
   }
   if (const auto written = WriteResultsFile(file, results, command.condense); !written) {
-    std::fprintf(stderr, "hostperf net: %s\n", written.error().c_str());
+    std::fprintf(stderr, "%s: %s\n", CommandLabel("net").c_str(), written.error().c_str());
     return 1;
   }
   // With --json, stdout holds the document alone.

@@ -206,7 +206,15 @@ struct CommandContext {
   std::function<bool()> cancelled = [] { return false; };
 };
 
-// A command's exit code after its run: 0, or 1 with "hostperf <command>:
+// The name a command's messages start with: "hostperf <command>", or the
+// reference tool's own name when hostperf was started as that tool (a link
+// in the drop-in directory: vnetperf, vioperf, vcpuperf, gpcheckperf), so
+// that an error reads as the command the operator typed.
+std::string CommandLabel(std::string_view command);
+// main(), before any command runs: started as `tool`, which runs `command`.
+void SetDropIn(std::string_view command, std::string_view tool);
+
+// A command's exit code after its run: 0, or 1 with "<CommandLabel>:
 // <reason>: <message>" on stderr.
 int CommandExitCode(std::string_view command, const ProbeOutcome& outcome);
 
