@@ -119,6 +119,14 @@ TEST(CliDropIn, ReferenceToolNamesRunTheirCommand) {
   EXPECT_THAT(run.err, StartsWith("vnetperf: bad_hosts: ")) << run.err;
   EXPECT_THAT(run.out, HasSubstr("Host 127.0.0.1:1 is not reachable"));
   EXPECT_THAT(run.err, Not(HasSubstr("no_secret")));
+  EXPECT_THAT(run.err, Not(HasSubstr("did not answer its hello"))) << "WARN, the default, is quiet";
+  // vnetperf's --log-level: INFO says what happened to each host.
+  const auto verbose = RunCommand("/usr/bin/env",
+                                  {"HOSTPERF_CONFIG=" + config, (drop_in / "vnetperf").string(), "--hosts=127.0.0.1:1",
+                                   "--output-file=" + dir.path() + "/r.json", "--log-level", "INFO", "latency"},
+                                  seconds(30));
+  EXPECT_THAT(verbose.err, HasSubstr("127.0.0.1:1 did not answer its hello")) << verbose.err;
+  EXPECT_THAT(verbose.err, HasSubstr("0 of 1 hosts answered")) << verbose.err;
 
   // Any other name is hostperf itself.
   const std::string other = dir.path() + "/hostperf-renamed";

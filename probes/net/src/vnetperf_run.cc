@@ -1,6 +1,8 @@
 #include "vnetperf_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <utility>
@@ -96,6 +98,7 @@ std::optional<ProbeOutcome> VnetperfRun::FindHosts(json& result, Hosts& hosts, R
     return ProbeOutcome::Failure("bad_hosts", errors.front(), result);
   }
   hosts = ReachableHosts(specs, result["bad_hosts"], remote_mtus);
+  spdlog::info("net: {} of {} hosts answered; tests: {}", hosts.size(), specs.size(), fmt::join(tests_, ", "));
   for (const json& bad : result["bad_hosts"]) Report("bad_host", bad);
   if (!result["bad_hosts"].empty() && !ignore_bad) {
     return ProbeOutcome::Failure("bad_hosts",
@@ -116,9 +119,12 @@ Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, json& bad_
     const Result<HelloReply> hello = peer.address ? Hello(*peer.address, SecretFor(peer.spec.name), kHelloTimeout)
                                                   : Result<HelloReply>(peer.address.failure());
     if (hello) {
+      spdlog::debug("net: {} answered its hello (protocol revision {}, {} connections at most)", peer.spec.name,
+                    static_cast<int>(hello->revision), hello->max_connections);
       hosts.emplace_back(peer.spec.name, *peer.address);
       remote_mtus[peer.spec.name] = hello->mtu;
     } else {
+      spdlog::info("net: {} did not answer its hello: {}", peer.spec.name, hello.error());
       bad_hosts.push_back({{"node", peer.spec.name}, {"error", hello.error()}});
     }
   }

@@ -2,6 +2,7 @@
 // (pair sessions with one host, all hosts at once with more) and
 // connections table.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <utility>
@@ -111,6 +112,7 @@ json VnetperfRun::ThroughputLadder(const Hosts& hosts, const std::string& test) 
       throughput.datagram_size = net_.udp_datagram_size;
       const Burst burst(roots_, DevicesToward(interfaces_, address));
       const ThroughputResult r = RunThroughput(address, throughput, SecretFor(name), stop);
+      spdlog::debug("net: {} at {} MB/s with {}: {}, {} B sent", test, rate, name, ToString(r.outcome), r.bytes_sent);
       if (r.outcome != SessionOutcome::kOk && r.outcome != SessionOutcome::kStopped) {
         NoteUnmeasured(name, test, r.error.empty() ? std::string(ToString(r.outcome)) : r.error);
       }
@@ -151,6 +153,9 @@ json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
     json ok_rows = json::array();
     for (const AllToAllHostResult& r : results) {
       if (!r.ok && r.error != "stopped") NoteUnmeasured(r.name, test, r.error);
+      spdlog::debug("net: {} at {} MB/s: {} {}", test, rate, r.name,
+                    r.ok ? fmt::format("sent {} B, received {} B", r.report.bytes_sent, r.report.bytes_received)
+                         : "failed: " + r.error);
       rows.push_back(PlanRow(date, test, rate, r));
       if (r.ok) ok_rows.push_back(rows.back());
     }
