@@ -128,6 +128,27 @@ TEST(CliDropIn, ReferenceToolNamesRunTheirCommand) {
   EXPECT_THAT(verbose.err, HasSubstr("127.0.0.1:1 did not answer its hello")) << verbose.err;
   EXPECT_THAT(verbose.err, HasSubstr("0 of 1 hosts answered")) << verbose.err;
 
+  // No secret configured: vnetperf's plain command line goes over SSH (here
+  // a stand-in ssh that cannot connect), and the host is named with why.
+  const std::string fake_bin = dir.path() + "/bin";
+  std::filesystem::create_directories(fake_bin);
+  for (const char* tool : {"ssh", "scp"}) {
+    const std::string script = dir.Write(std::string("bin/") + tool, "#!/bin/sh\necho \"" + std::string(tool) +
+                                                                         ": connect to host: stand-in refuses\" >&2\n"
+                                                                         "exit 255\n");
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  }
+  const std::string no_secret = dir.Write("no-secret.toml", "[probes.net]\nports = [14159]\n");
+  const auto over_ssh = RunCommand(
+      "/usr/bin/env",
+      {"PATH=" + fake_bin + ":/usr/bin:/bin", "HOSTPERF_CONFIG=" + no_secret, (drop_in / "vnetperf").string(),
+       "--hosts=db1.invalid", "--output-file=" + dir.path() + "/ssh.json", "latency"},
+      seconds(60));
+  EXPECT_EQ(over_ssh.status, 1) << over_ssh.err;
+  EXPECT_THAT(over_ssh.out + over_ssh.err, HasSubstr("db1.invalid")) << over_ssh.out << over_ssh.err;
+  EXPECT_THAT(over_ssh.out + over_ssh.err, HasSubstr("stand-in refuses")) << over_ssh.out << over_ssh.err;
+  EXPECT_THAT(over_ssh.err, Not(HasSubstr("no_secret")));
+
   // Any other name is hostperf itself.
   const std::string other = dir.path() + "/hostperf-renamed";
   std::filesystem::create_symlink(HOSTPERF_CLI_BIN, other);

@@ -48,7 +48,8 @@ names net.orchestration_key_file (the hosts trust its public half), else from
 this host to each.
 
 Hosts without hostperf (vnetperf's way, with the system's ssh and scp): any of
-these options copies hostperf-peer (one static program) to each host over SCP,
+these options, or hosts without :port when no net.secret_file is configured,
+copies hostperf-peer (one static program) to each host over SCP,
 starts it over SSH with one-time credentials on its standard input (a secret
 of that host's own, the public half of a key made for the run: only this CLI
 can direct the peers), runs the tests against it on the first port, then
@@ -200,16 +201,20 @@ Result<void> ApplyFlag(const FlagValue& flag, NetCommand& command, nlohmann::jso
 
 // With SSH: the hosts to start hostperf-peer on leave the run's options
 // (their host:port replace them once the peers run).
+// A --hosts entry with a :port (a responder's address, not an SSH destination);
+// an IPv6 address alone has several colons.
+bool NamesAPort(const std::string& entry) {
+  const auto at = entry.rfind('@');
+  const std::string bare = at == std::string::npos ? entry : entry.substr(at + 1);
+  return bare.find(':') != std::string::npos && bare.find(':') == bare.rfind(':');
+}
+
 Result<void> TakeRemoteHosts(NetCommand& command, nlohmann::json& options) {
   using R = Result<void>;
   if (!options.contains("hosts")) return R::Error("SSH options need --hosts (the hosts to start hostperf-peer on)");
   for (const auto& host : options["hosts"]) {
     const std::string name = host.get<std::string>();
-    const auto at = name.rfind('@');
-    const std::string bare = at == std::string::npos ? name : name.substr(at + 1);
-    if (bare.find(':') != std::string::npos && bare.find(':') == bare.rfind(':')) {
-      return R::Error("--hosts: \"" + name + "\": over SSH hosts take no :port (--ports sets it)");
-    }
+    if (NamesAPort(name)) return R::Error("--hosts: \"" + name + "\": over SSH hosts take no :port (--ports sets it)");
   }
   command.remote_hosts = options["hosts"].get<std::vector<std::string>>();
   options.erase("hosts");  // replaced by the peers' host:port once they run
@@ -258,9 +263,16 @@ std::pair<std::vector<std::string>, std::string> TakeInstallDirectory(const std:
   return {rest, directory};
 }
 
+// Whether every --hosts entry can be an SSH destination ([user@]host, no :port).
+bool AllSshDestinations(const nlohmann::json& options) {
+  if (!options.contains("hosts")) return false;
+  return std::none_of(options["hosts"].begin(), options["hosts"].end(),
+                      [](const nlohmann::json& host) { return NamesAPort(host.get<std::string>()); });
+}
+
 }  // namespace
 
-Result<NetCommand> ParseNetCommand(const std::vector<std::string>& all_args) {
+Result<NetCommand> ParseNetCommand(const std::vector<std::string>& all_args, bool ssh_by_default) {
   using R = Result<NetCommand>;
   const auto [args, install_directory] = TakeInstallDirectory(all_args);
   if (!install_directory.empty() &&
@@ -296,6 +308,7 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& all_args) {
   for (const FlagValue& flag : parsed_flags->flags) {
     if (auto applied = ApplyFlag(flag, command, options); !applied) return applied.failure();
   }
+  if (!command.remote && ssh_by_default && AllSshDestinations(options)) command.remote.emplace();
   if (command.remote && !install_directory.empty()) {
     std::string prefix = install_directory;
     while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();

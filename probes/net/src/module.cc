@@ -233,7 +233,9 @@ int FinishCommand(const NetCommand& command, VnetperfStream& stream, const Probe
 // vnetperf: banners and tables, then the JSON results file and where it is;
 // non-zero exit with the reason when hosts are unreachable or a test failed.
 int Command(const std::vector<std::string>& args, const CommandContext& context) {
-  auto parsed = ParseNetCommand(args);
+  // No secret to reach hostperf daemons with: vnetperf's way, over SSH.
+  const bool ssh_by_default = context.config.Settings<NetProbeConfig>().secret_file.empty();
+  auto parsed = ParseNetCommand(args, ssh_by_default);
   if (!parsed) return context.usage_error(parsed.error());
   const NetCommand& command = parsed.value();
   if (command.help) {

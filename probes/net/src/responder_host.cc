@@ -180,7 +180,9 @@ Result<Secret> ResponderHost::ClientSecret(const NetProbeConfig& net) {
   }
   if (net.secret_file.empty()) {
     return Failure{"no_secret",
-                   "no net.secret_file configured (the daemon's generated secret is only known to the daemon)"};
+                   "no probes.net.secret_file configured to reach hostperf daemons with (the daemon's generated "
+                   "secret is only known to the daemon); for hosts without hostperf, give them without :port and "
+                   "they are reached over SSH (--ssh, --identity-file, --ssh-options)"};
   }
   return ReadSecretFile(net.secret_file);
 }

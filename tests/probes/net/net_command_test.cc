@@ -88,6 +88,22 @@ TEST(ParseNetCommandTest, CollectLogsMakesAMissingLogDir) {
   std::filesystem::remove_all(base);
 }
 
+// With no secret to reach daemons with, hosts given as SSH destinations go
+// over SSH as vnetperf always does; host:port entries (responders) do not.
+TEST(ParseNetCommandTest, WithoutASecretHostsAreReachedOverSsh) {
+  const auto bare = ParseNetCommand({"--hosts", "db1,admin@db2", "latency"}, /*ssh_by_default=*/true);
+  ASSERT_TRUE(bare) << bare.error();
+  ASSERT_TRUE(bare->remote);
+  EXPECT_FALSE(bare->remote->installed);
+  EXPECT_THAT(bare->remote_hosts, ElementsAre("db1", "admin@db2"));
+  const auto responders = ParseNetCommand({"--hosts", "db1:14159,db2:14159"}, true);
+  ASSERT_TRUE(responders) << responders.error();
+  EXPECT_FALSE(responders->remote);
+  const auto configured = ParseNetCommand({"--hosts", "db1,db2"}, /*ssh_by_default=*/false);
+  ASSERT_TRUE(configured) << configured.error();
+  EXPECT_FALSE(configured->remote);
+}
+
 // vnetperf's --vertica-install takes the install prefix when an absolute
 // path follows it; bare (a test name follows) it means the package's path.
 TEST(ParseNetCommandTest, VerticaInstallTakesAnInstallPrefix) {

@@ -30,8 +30,11 @@ struct NetCommand {
 extern const char* const kNetUsage;
 
 // Parses vnetperf's options. --hosts takes a comma-separated list or a file
-// with one host per line (or comma-separated).
-Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args);
+// with one host per line (or comma-separated). `ssh_by_default`: no secret
+// is configured to reach hostperf daemons with, so hosts given without any
+// SSH option and without :port are reached over SSH anyway, as vnetperf
+// always does.
+Result<NetCommand> ParseNetCommand(const std::vector<std::string>& args, bool ssh_by_default = false);
 
 // vnetperf's default results file name: results.2022-03-29_10:23:51,548.json
 std::string DefaultResultsFileName();
