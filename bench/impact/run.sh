@@ -414,7 +414,8 @@ steady = [(t, v) for t, v in samples if t >= warmup * 60] or samples
 rate = slope(steady)
 final = samples[-1][1]
 print(f"drift: over {minutes:g} min ({len(steady)} samples after {warmup:g} min of warm-up): slope {rate:+.1f} KiB/hour "
-      f"= {rate * 24 / 1024:+.2f} MiB per 24 h (target: within 1 MiB per day, ratio {abs(rate) * 24 / 1024:.2f}); "
+      f"= {rate * 24 / 1024:+.2f} MiB per 24 h of wall time at this schedule"
+      f"{'' if factor > 1 else f' (target: within 1 MiB per day, ratio {abs(rate) * 24 / 1024:.2f})'}; "
       f"rss first {steady[0][1] / 1024:.2f} MiB, final {final / 1024:.2f} MiB (target 16 MiB, ratio "
       f"{final / 1024 / 16:.2f}), min {min(v for _, v in samples) / 1024:.2f}, max {max(v for _, v in samples) / 1024:.2f}; "
       f"peak {status('VmHWM') / 1024:.1f} MiB (VmHWM: a STREAM run's arrays); {scrapes['ok']} scrapes "
