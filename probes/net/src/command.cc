@@ -128,6 +128,12 @@ Result<nlohmann::json> ParsePorts(const std::string& text) {
   return ports;
 }
 
+// A path that goes into the remote shell's command line: absolute, and
+// nothing the shell would read as quoting or expansion.
+bool SafeAbsolutePath(const std::string& path) {
+  return !path.empty() && path.front() == '/' && path.find_first_of("'\"\\$`\n") == std::string::npos;
+}
+
 // The SSH flags (--ssh, --installed, --identity-file, ...): they make the run
 // start hostperf-peer on bare hosts.
 Result<void> ApplyRemoteFlag(const FlagValue& flag, NetCommand& command) {
@@ -147,7 +153,7 @@ Result<void> ApplyRemoteFlag(const FlagValue& flag, NetCommand& command) {
     if (!words) return Result<void>::Error(flag.spelled + ": " + words.error());
     (flag.Is("ssh-options") ? remote.ssh_options : remote.scp_options) = std::move(words).value();
   } else if (flag.Is("tmp-dir")) {
-    if (text.front() != '/' || text.find_first_of("'\"\\$`\n") != std::string::npos) {
+    if (!SafeAbsolutePath(text)) {
       return Result<void>::Error("--tmp-dir: an absolute path without quotes or shell characters");
     }
     remote.tmp_dir = text;
@@ -199,8 +205,6 @@ Result<void> ApplyFlag(const FlagValue& flag, NetCommand& command, nlohmann::jso
   return {};
 }
 
-// With SSH: the hosts to start hostperf-peer on leave the run's options
-// (their host:port replace them once the peers run).
 // A --hosts entry with a :port (a responder's address, not an SSH destination);
 // an IPv6 address alone has several colons.
 bool NamesAPort(const std::string& entry) {
@@ -209,6 +213,8 @@ bool NamesAPort(const std::string& entry) {
   return bare.find(':') != std::string::npos && bare.find(':') == bare.rfind(':');
 }
 
+// With SSH: the hosts to start hostperf-peer on leave the run's options
+// (their host:port replace them once the peers run).
 Result<void> TakeRemoteHosts(NetCommand& command, nlohmann::json& options) {
   using R = Result<void>;
   if (!options.contains("hosts")) return R::Error("SSH options need --hosts (the hosts to start hostperf-peer on)");
@@ -275,8 +281,7 @@ bool AllSshDestinations(const nlohmann::json& options) {
 Result<NetCommand> ParseNetCommand(const std::vector<std::string>& all_args, bool ssh_by_default) {
   using R = Result<NetCommand>;
   const auto [args, install_directory] = TakeInstallDirectory(all_args);
-  if (!install_directory.empty() &&
-      (install_directory.front() != '/' || install_directory.find_first_of("'\"\\$`\n") != std::string::npos)) {
+  if (!install_directory.empty() && !SafeAbsolutePath(install_directory)) {
     return R::Error("--vertica-install: an absolute directory without quotes or shell characters");
   }
   static constexpr FlagSpec kFlags[] = {

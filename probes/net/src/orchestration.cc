@@ -133,7 +133,7 @@ std::vector<std::uint8_t> PlanSigningBytes(std::span<const std::uint8_t> binding
   w.U16(static_cast<std::uint16_t>(binding.size()));
   bytes.insert(bytes.end(), binding.begin(), binding.end());
   wire::WritePlan(plan, w);
-  wire::WritePlanPeers(std::vector<PlanPeer>(peers.begin(), peers.end()), w);
+  wire::WritePlanPeers(peers, w);
   return bytes;
 }
 

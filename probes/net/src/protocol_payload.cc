@@ -147,7 +147,7 @@ void WritePlan(const Plan& plan, Writer& w) {
   w.U32(0);
 }
 
-void WritePlanPeers(const std::vector<PlanPeer>& peers, Writer& w) {
+void WritePlanPeers(std::span<const PlanPeer> peers, Writer& w) {
   w.U16(static_cast<std::uint16_t>(peers.size()));
   w.U16(0);
   for (const PlanPeer& peer : peers) {

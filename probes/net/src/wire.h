@@ -66,7 +66,7 @@ void MacWithBinding(const Secret& secret, std::span<const std::uint8_t> message,
 // A plan's fields (the kPlan payload without its signature) and a peer list
 // (a kPlanPeers payload): also what an orchestration signature covers.
 void WritePlan(const Plan& plan, Writer& w);
-void WritePlanPeers(const std::vector<PlanPeer>& peers, Writer& w);
+void WritePlanPeers(std::span<const PlanPeer> peers, Writer& w);
 // A message's payload (its type says which fields), as Encode writes it.
 void WritePayload(const Message& m, Writer& w);
 // Reads the payload of `m->type` (`length` bytes, checked against the type

@@ -35,6 +35,17 @@ Secret TestSecret() { return Secret(32, 0x42); }
 
 bool Never() { return false; }
 
+// A TCP plan naming one peer.
+Plan OnePeerPlan(std::uint64_t id, std::uint32_t duration_ms, std::uint64_t rate_bytes_per_second) {
+  Plan plan;
+  plan.id = id;
+  plan.test = ThroughputTest::kTcp;
+  plan.peer_count = 1;
+  plan.duration_ms = duration_ms;
+  plan.rate_bytes_per_second = rate_bytes_per_second;
+  return plan;
+}
+
 // A TCP listener on an ephemeral loopback port that never speaks: not a responder.
 Fd Listener(SocketAddress* address) {
   Fd fd = NonBlockingSocket(AF_INET, SOCK_STREAM);
@@ -457,12 +468,7 @@ TEST_F(NetPlanTest, OnlyTheActivePlanSessionsAreAcceptedAndAStrangerGetsNoBulkDa
       received += static_cast<std::size_t>(n);
     }
   });
-  Plan plan;
-  plan.id = 77;
-  plan.test = ThroughputTest::kTcp;
-  plan.peer_count = 1;
-  plan.duration_ms = 1000;
-  plan.rate_bytes_per_second = 0;  // unlimited: the worst case
+  const Plan plan = OnePeerPlan(77, 1000, 0);  // unlimited: the worst case
   const std::vector<PlanPeer> peers = {ToPlanPeer(address)};
   const PlanReport report = SendToPlanPeers(plan, peers, secret_, Never);
   done = true;
@@ -489,12 +495,7 @@ TEST_F(NetPlanTest, APlanBeyondTheResponderOwnLimitsIsRefusedAndCounted) {
   });
   peer_set.insert(targets_[member].address.ToString());
   const std::vector<PlanPeer> members = {ToPlanPeer(targets_[member].address)};
-  Plan plan;
-  plan.id = 1;
-  plan.test = ThroughputTest::kTcp;
-  plan.peer_count = 1;
-  plan.duration_ms = 1000;
-  plan.rate_bytes_per_second = 8 << 20;
+  const Plan plan = OnePeerPlan(1, 1000, 8 << 20);
   const auto offer = [&](Plan p, const std::vector<PlanPeer>& peers) {
     HandControl control(targets_[host].address, secret_);
     EXPECT_TRUE(control.ready());
@@ -547,12 +548,7 @@ TEST_F(NetPlanTest, AForgedOrchestratorIsRefusedWhateverElseItHolds) {
   const std::size_t other = AddHost();
   PlanObserver observer;
   const std::size_t host = AddHost(16, [&](ResponderOptions& options) { options.observer = &observer; });
-  Plan plan;
-  plan.id = 9;
-  plan.test = ThroughputTest::kTcp;
-  plan.peer_count = 1;
-  plan.duration_ms = 500;
-  plan.rate_bytes_per_second = 1 << 20;
+  const Plan plan = OnePeerPlan(9, 500, 1 << 20);
   const std::vector<PlanPeer> peers = {ToPlanPeer(targets_[member].address)};
 
   HandControl unsigned_offer(targets_[host].address, secret_);
@@ -596,12 +592,7 @@ TEST_F(NetPlanTest, WithoutOrchestrationKeysThereAreNoPlans) {
     options.observer = &observer;
     options.orchestration_key.reset();
   });
-  Plan plan;
-  plan.id = 3;
-  plan.test = ThroughputTest::kTcp;
-  plan.peer_count = 1;
-  plan.duration_ms = 500;
-  plan.rate_bytes_per_second = 1 << 20;
+  const Plan plan = OnePeerPlan(3, 500, 1 << 20);
   HandControl control(targets_[host].address, secret_);
   EXPECT_EQ(control.Offer(plan, {ToPlanPeer(targets_[member].address)}, &key_), MessageType::kDenied);
   EXPECT_EQ(observer.Refused("orchestrator"), 1);
@@ -681,12 +672,7 @@ TEST_F(NetPlanTest, APlanSendsNoMoreThanTheResponderCapsAllowPerControlByte) {
     });
   }
   std::vector<std::unique_ptr<HandControl>> controls;
-  Plan plan;
-  plan.id = 5;
-  plan.test = ThroughputTest::kTcp;
-  plan.peer_count = 1;
-  plan.duration_ms = kDurationCapMs;
-  plan.rate_bytes_per_second = kRateCap;
+  const Plan plan = OnePeerPlan(5, kDurationCapMs, kRateCap);
   for (std::size_t i = 0; i < 2; ++i) {
     controls.push_back(std::make_unique<HandControl>(targets_[i].address, secret_));
     ASSERT_TRUE(controls.back()->ready());
