@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -348,6 +349,52 @@ TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {
   EXPECT_THAT(run.out, HasSubstr("Host root@" + mesh_->Address(1) + " is not usable"));
   EXPECT_THAT(run.err, HasSubstr("--ignore-bad-hosts"));
   EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
+// vnetperf's own seed command line, unchanged, under its drop-in name: no
+// secret configured and no SSH option given, so it goes over SSH with the
+// operator's own settings. Those are ~/.ssh/config (here a private mount
+// over root's ~/.ssh: the port, the key, the throwaway host keys), as an
+// operator's would be; the copy goes to the hosts' /tmp and leaves nothing.
+TEST_F(NetSshTest, VnetperfsSeedCommandLineRunsOverSshWithTheOperatorsOwnSettings) {
+  if (Find("unshare").empty() || Find("mount").empty()) GTEST_SKIP() << "needs unshare and mount (util-linux)";
+  const passwd* root = ::getpwuid(0);
+  ASSERT_NE(root, nullptr);
+  const std::string home_ssh = std::string(root->pw_dir) + "/.ssh";
+  fs::create_directories(home_ssh);  // the mount point (the files go in the private mount)
+  const std::string ssh_dir = dir_.path() + "/dot-ssh";
+  fs::create_directories(ssh_dir);
+  dir_.Write("dot-ssh/config", "Host *\n  Port " + std::to_string(ssh_port_) + "\n  User root\n  IdentityFile " +
+                                   dir_.path() +
+                                   "/client_key\n  StrictHostKeyChecking no\n"
+                                   "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n");
+  const auto copies_in_tmp = [] {
+    std::size_t count = 0;
+    for (const auto& name : Entries("/tmp")) count += name.rfind("hostperf.", 0) == 0 ? 1 : 0;
+    return count;
+  };
+  const std::size_t before = copies_in_tmp();
+  const std::string vnetperf = (fs::path(HOSTPERF_CLI_BIN).parent_path() / "drop-in" / "vnetperf").string();
+  const std::string results = dir_.path() + "/seed.json";
+  const std::string seed = "vnetperf --hosts " + mesh_->Address(0) + "," + mesh_->Address(1) +
+                           " --duration 1 --datarate 8 --output-file " + results + " latency tcp-throughput";
+  const auto run = RunCommand(Find("unshare"),
+                              {"--mount", "--propagation", "private", "/bin/sh", "-c",
+                               "mount --bind " + ssh_dir + " " + home_ssh + " && cd " + dir_.path() +
+                                   " && PATH=" + fs::path(vnetperf).parent_path().string() +
+                                   ":$PATH HOSTPERF_CONFIG=" + cli_config_ + " exec " + seed},
+                              180s);
+  ASSERT_EQ(run.status, 0) << seed << "\n" << run.out << run.err;
+  EXPECT_THAT(run.err, HasSubstr("copying hostperf-peer to 2 hosts"));
+  std::ifstream in(results);
+  const auto json = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(json.is_discarded());
+  EXPECT_EQ(json["tests"]["latency"].size(), 2u);
+  for (const auto& row : json["tests"]["tcp-throughput"]) {
+    if (row["node"] == "average") continue;
+    EXPECT_EQ(row["outcome"], "ok") << row.dump();
+  }
+  EXPECT_EQ(copies_in_tmp(), before) << "a hostperf.* copy left in /tmp";
 }
 
 // hostperf-peer needs nothing on the host: it serves from a root that holds

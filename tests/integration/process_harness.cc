@@ -42,14 +42,19 @@ std::string TempPath(const std::string& prefix) {
 
 std::string ReadText(const std::string& path) { return ReadFile(path).value_or(""); }
 
-ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env)
+ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env,
+                           std::optional<std::string> input)
     : stdout_path_(TempPath("hostperf-out-")), stderr_path_(TempPath("hostperf-err-")) {
+  // Close-on-exec: no other child may hold the write end, or this one
+  // never sees its input end.
+  int pipe_fds[2] = {-1, -1};
+  if (input && pipe2(pipe_fds, O_CLOEXEC) != 0) pipe_fds[0] = pipe_fds[1] = -1;
   pid_ = fork();
   if (pid_ == 0) {
     const int out = open(stdout_path_.c_str(), O_WRONLY | O_TRUNC);
     const int err = open(stderr_path_.c_str(), O_WRONLY | O_TRUNC);
     const int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
+    dup2(pipe_fds[0] >= 0 ? pipe_fds[0] : null, 0);
     dup2(out, 1);
     dup2(err, 2);
     for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
@@ -64,9 +69,21 @@ ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, st
     execv(binary.c_str(), argv.data());
     _exit(127);
   }
+  if (pipe_fds[0] >= 0) {
+    close(pipe_fds[0]);
+    input_fd_ = pipe_fds[1];
+    // Small enough for the pipe's buffer: written at once.
+    (void)!write(input_fd_, input->data(), input->size());
+  }
+}
+
+void ChildProcess::CloseInput() {
+  if (input_fd_ >= 0) close(input_fd_);
+  input_fd_ = -1;
 }
 
 ChildProcess::~ChildProcess() {
+  CloseInput();
   if (pid_ > 0 && !exit_status_) {
     kill(pid_, SIGKILL);
     int raw = 0;

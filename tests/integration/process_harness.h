@@ -18,7 +18,10 @@ std::string ReadText(const std::string& path);
 // read what it said while it runs.
 class ChildProcess {
  public:
-  ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env = {});
+  // With `input`, standard input is a pipe that carries it and stays open
+  // until this object goes (or CloseInput()); else /dev/null.
+  ChildProcess(std::string binary, std::vector<std::string> args, std::map<std::string, std::string> env = {},
+               std::optional<std::string> input = std::nullopt);
   ~ChildProcess();  // SIGKILLs the child if still running
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -27,6 +30,7 @@ class ChildProcess {
   std::string Stdout() const;
   std::string Stderr() const;
   void Signal(int signo) const;
+  void CloseInput();
   // Exit status (or 128+signal) once the child ends within `timeout`.
   std::optional<int> Wait(std::chrono::milliseconds timeout);
   // Polls stderr until `needle` appears (true) or the child exits or the
@@ -38,6 +42,7 @@ class ChildProcess {
 
  private:
   pid_t pid_ = -1;
+  int input_fd_ = -1;  // the write end of standard input's pipe
   std::optional<int> exit_status_;
   std::string stdout_path_;
   std::string stderr_path_;

@@ -77,7 +77,9 @@ pid_t PidFromName(std::string_view name) {
 }
 
 // A leftover we may remove: a regular file of ours (not a link), empty (a
-// crash before the first block) or starting with our block magic.
+// crash before the first block), starting with zeros (a crash between the
+// fallocate that reserves the file and its first block) or starting with our
+// block magic.
 bool IsOurScratchFile(int dir_fd, const std::string& name) {
   struct stat st {};
   if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
@@ -86,7 +88,9 @@ bool IsOurScratchFile(int dir_fd, const std::string& name) {
   const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return false;
   std::byte head[8];
-  const bool ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) && HasBlockMagic(head);
+  const bool ours = ::pread(fd, head, sizeof(head), 0) == static_cast<ssize_t>(sizeof(head)) &&
+                    (HasBlockMagic(head) ||
+                     std::all_of(std::begin(head), std::end(head), [](std::byte b) { return b == std::byte{0}; }));
   ::close(fd);
   return ours;
 }

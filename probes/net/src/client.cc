@@ -85,6 +85,10 @@ Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clo
   auto connected = ConnectTcp(peer, deadline);
   if (!connected) return connected.failure();
   Fd fd = std::move(connected).value();
+  // Small messages each waiting for an answer: Nagle would hold a plan's
+  // second message for the first one's delayed ACK (40 ms a host).
+  const int one = 1;
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   Message hello;
   hello.type = MessageType::kHello;
   hello.session = RandomSessionId();
@@ -120,9 +124,14 @@ Result<Control> OpenControl(const SocketAddress& peer, const Secret& secret, Clo
 
 namespace {
 
-void SleepUntil(Clock::time_point when) {
-  // Sleep through long gaps, spin through short ones (timer slack is ~50 us).
-  constexpr auto kSpin = std::chrono::microseconds(200);
+// Paced sends a gap of at least this apart sleep to their time: the timer's
+// slack (~50 us) is nothing beside the gap, and hundreds of slow streams
+// (a host's rate shared by all its peers) must not spin.
+constexpr double kSleepOnlyGapNs = 10e6;
+
+// `spin`: spin through the last 200 us (timer slack is ~50 us), for short gaps.
+void SleepUntil(Clock::time_point when, bool spin) {
+  const auto kSpin = spin ? std::chrono::microseconds(200) : std::chrono::microseconds(0);
   while (true) {
     const auto now = Clock::now();
     if (now >= when) return;
@@ -132,9 +141,29 @@ void SleepUntil(Clock::time_point when) {
   }
 }
 
+// A paced sender with nothing more due before the end still takes the
+// session's whole duration: its rate is what it sent over that time.
+void WaitOutTheDuration(Clock::time_point end, const std::function<bool()>& should_stop) {
+  while (!should_stop()) {
+    const auto now = Clock::now();
+    if (now >= end) return;
+    std::this_thread::sleep_for(std::min<Clock::duration>(end - now, std::chrono::milliseconds(50)));
+  }
+}
+
 void SendTcpData(int fd, const ThroughputOptions& options, const std::function<bool()>& should_stop,
                  ThroughputResult* result) {
-  std::vector<std::uint8_t> block(options.write_size, 0x5a);
+  // Paced, a write holds at most 50 ms of the rate (at least 4 KiB): at a
+  // few KB/s per peer (a host's rate shared by hundreds of peers) a whole
+  // block would overshoot the rate.
+  const std::size_t write_size =
+      options.rate_bytes_per_second > 0
+          ? std::clamp<std::size_t>(options.rate_bytes_per_second / 20, std::min<std::size_t>(4096, options.write_size),
+                                    options.write_size)
+          : options.write_size;
+  const bool spin =
+      options.rate_bytes_per_second > 0 && write_size * 1e9 / options.rate_bytes_per_second < kSleepOnlyGapNs;
+  std::vector<std::uint8_t> block(write_size, 0x5a);
   const auto start = Clock::now();
   const auto end = start + options.duration;
   while (true) {
@@ -144,8 +173,11 @@ void SendTcpData(int fd, const ThroughputOptions& options, const std::function<b
       // Pace: the next write may start once the bytes so far fit the rate.
       const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(
                                    static_cast<double>(result->bytes_sent) * 1e9 / options.rate_bytes_per_second));
-      if (due >= end) break;
-      SleepUntil(due);
+      if (due >= end) {
+        WaitOutTheDuration(end, should_stop);
+        break;
+      }
+      SleepUntil(due, spin);
     }
     const ssize_t n = ::send(fd, block.data(), block.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -177,8 +209,12 @@ void SendUdpData(const SocketAddress& peer, std::uint64_t token, const Throughpu
   const auto end = start + options.duration;
   for (std::uint64_t seq = 0;; ++seq) {
     const auto due = start + std::chrono::nanoseconds(static_cast<std::int64_t>(gap_ns * static_cast<double>(seq)));
-    if (due >= end || should_stop()) break;
-    SleepUntil(due);
+    if (should_stop()) break;
+    if (due >= end) {
+      WaitOutTheDuration(end, should_stop);
+      break;
+    }
+    SleepUntil(due, gap_ns < kSleepOnlyGapNs);
     EncodeUdpData({token, seq, realtime()}, datagram);
     while (::send(fd.get(), datagram.data(), datagram.size(), 0) < 0) {
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR) break;

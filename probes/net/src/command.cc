@@ -40,8 +40,13 @@ shows the step running and the time left. Options take "--opt value" or
   --ports p[,p2,p3]      responder ports (default: probes.net.ports, 14159 unless
                          configured); one port means it and the next two, as in
                          vnetperf (14159 -> 14159,14160,14161). Hosts without
-                         :port are reached on the first
+                         :port are reached on the first; with three ports, TCP
+                         throughput uses the second and UDP the third (the
+                         hosts' responders must listen on all three)
   --log-level L          INFO, ERROR, DEBUG or WARN (default WARN)
+  --max-connections N    connections test: connections to hold open at each host
+                         at once (default: probes.net.max_connections, 64); a host
+                         configured for fewer is tried up to its own limit
 The peers' secret comes from net.secret_file in --config.file. Among two or
 more hosts, throughput runs among all of them at once when --config.file also
 names net.orchestration_key_file (the hosts trust its public half), else from
@@ -52,7 +57,9 @@ these options, or hosts without :port when no net.secret_file is configured,
 copies hostperf-peer (one static program) to each host over SCP,
 starts it over SSH with one-time credentials on its standard input (a secret
 of that host's own, the public half of a key made for the run: only this CLI
-can direct the peers), runs the tests against it on the first port, then
+can direct the peers), runs the tests against it on its three ports (--ports,
+default 14159,14160,14161: latency and connections on the first, TCP
+throughput on the second, UDP throughput on the third), then
 stops it and removes the copy, also on Ctrl-C. Hosts are [user@]host, without
 :port.
   --ssh                  use SSH with the client's defaults (keys, agent, ~/.ssh/config)
@@ -177,6 +184,12 @@ Result<void> ApplyFlag(const FlagValue& flag, NetCommand& command, nlohmann::jso
     command.list_tests = true;
   } else if (flag.Is("json")) {
     command.json = true;
+  } else if (flag.Is("max-connections")) {
+    const auto number = ParseNumber(text);
+    if (!number || *number < 1 || *number > 65535 || *number != static_cast<int>(*number)) {
+      return R::Error(flag.spelled + " needs a whole number from 1 to 65535");
+    }
+    options["max_connections"] = static_cast<int>(*number);
   } else if (flag.Is("datarate") || flag.Is("duration")) {
     const auto number = ParseNumber(text);
     if (!number) return R::Error(flag.spelled + " needs a number");
@@ -224,7 +237,10 @@ Result<void> TakeRemoteHosts(NetCommand& command, nlohmann::json& options) {
   }
   command.remote_hosts = options["hosts"].get<std::vector<std::string>>();
   options.erase("hosts");  // replaced by the peers' host:port once they run
-  if (options.contains("ports")) command.remote->port = static_cast<std::uint16_t>(options["ports"][0].get<int>());
+  if (options.contains("ports")) command.remote->ports = options["ports"].get<std::vector<std::uint16_t>>();
+  // Each peer holds the connections test's connections (and the plans' sessions).
+  if (options.contains("max_connections"))
+    command.remote->connections = options["max_connections"].get<std::uint32_t>();
   if (command.remote->collect_logs) {
     // Made when missing (the logs hold host names and errors: owner-only).
     std::error_code ec;
@@ -296,6 +312,7 @@ Result<NetCommand> ParseNetCommand(const std::vector<std::string>& all_args, boo
       Valued("output-file", "", "a file name"),
       Valued("ports", "", "a list of port numbers"),
       Valued("log-level", "", "a level"),
+      Valued("max-connections", "", "a number"),
       Switch("ssh"),
       Valued("identity-file", "", "a file name"),
       Valued("ssh-options", "", "options"),

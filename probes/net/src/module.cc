@@ -202,7 +202,7 @@ std::optional<int> StartRemote(const NetCommand& command, const CommandContext& 
     return 1;
   }
   options.hosts = targets;
-  options.ports = std::vector<std::uint16_t>{remote_options.port};
+  options.ports = remote_options.ports;
   options.orchestration_key = credentials->orchestration_key;
   return std::nullopt;
 }

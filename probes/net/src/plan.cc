@@ -75,6 +75,11 @@ PlanReport SendToPlanPeers(const Plan& plan, std::span<const PlanPeer> peers, co
   // Bounded so that the report makes the responder's deadline (responder.cc,
   // kPlanReportGrace) even when a peer goes silent.
   options.results_timeout = std::chrono::seconds(2);
+  // All of a round's sessions connect in the same instant, each host's to
+  // as many peers as the fan-out: a loaded host may take more than the pair
+  // sessions' 2 s to answer them all. 3 + the results' 2 s still end
+  // within kPlanReportGrace (6 s) after the duration.
+  options.connect_timeout = std::chrono::seconds(3);
   // One sender per peer, all at once (a blocking session each, as iperf3
   // runs one thread per stream): the plan's peer count is bounded by the
   // responder's connection limit.
@@ -107,15 +112,24 @@ namespace {
 struct Member {
   const PeerTarget* target = nullptr;
   Control control;
-  bool in_plan = false;  // accepted the plan
-  bool done = false;     // result known
+  bool in_plan = false;            // accepted this round's plan
+  bool done = false;               // final result known
+  std::int64_t jitter_sum_ns = 0;  // over the rounds that measured jitter
+  std::size_t jitter_rounds = 0;
   AllToAllHostResult result;
+};
+
+// Why a host did not take a round's plan.
+struct Refusal {
+  Member* member = nullptr;
+  std::string error;
+  bool denied = false;  // kDenied: beyond a limit of its own (maybe the fan-out)
 };
 
 // Sends a plan (kPlan, then the peers in kPlanPeers messages) and reads the
 // answer: "" when accepted, else why not.
 std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer> peers, const Secret& secret,
-                      const OrchestrationKey* key, Clock::time_point deadline) {
+                      const OrchestrationKey* key, Clock::time_point deadline, bool* denied) {
   const int fd = member.control.fd.get();
   Message message;
   message.type = MessageType::kPlan;
@@ -145,6 +159,7 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
     case MessageType::kBusy:
       return "busy with another throughput test";
     case MessageType::kDenied:
+      *denied = true;
       return "denied the plan: not signed by the orchestration key it trusts "
              "(its probes.net.orchestration_public_key_file), or beyond the limits its own configuration sets (a "
              "rate of 0 or above probes.net.plan_max_rate, a duration above probes.net.plan_max_duration, more "
@@ -154,8 +169,8 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
   }
 }
 
-// One run of RunAllToAll, in its phases: connect, agree on a plan, go,
-// collect the reports.
+// One run of RunAllToAll, in its phases: connect, then per round of the
+// schedule agree on a plan, go and collect the reports.
 class AllToAllRun {
  public:
   AllToAllRun(std::span<const PeerTarget> hosts, const AllToAllOptions& options, const Secret& secret,
@@ -169,13 +184,16 @@ class AllToAllRun {
 
   std::vector<AllToAllHostResult> Run() {
     OpenAll();
-    Agree();
-    if (should_stop_()) {
-      for (Member& member : members_) {
-        if (!member.done) Finish(member, "stopped");
+    fan_out_ = InitialFanOut();
+    RunRounds();
+    for (Member& member : members_) {
+      if (member.done) continue;
+      if (should_stop_()) {
+        Finish(member, "stopped");
+      } else {
+        Finish(member, member.result.rounds > 0 ? "" : "no other host left to test with");
       }
     }
-    CollectReports(Go());
     std::vector<AllToAllHostResult> results;
     for (Member& member : members_) results.push_back(member.result);
     return results;
@@ -189,6 +207,14 @@ class AllToAllRun {
     member.result.error = std::move(error);
     member.control.fd.Reset();  // a plan still running there is cancelled
     if (on_host_) on_host_(member.result);
+  }
+
+  std::vector<Member*> Live() {
+    std::vector<Member*> live;
+    for (Member& member : members_) {
+      if (!member.done) live.push_back(&member);
+    }
+    return live;
   }
 
   // Control connections to every host, in parallel (a dead host costs one
@@ -213,64 +239,103 @@ class AllToAllRun {
       } else if (opened[i]->peer_revision < kPlanRevision) {
         Finish(members_[i], "runs an older hostperf (protocol revision " + std::to_string(opened[i]->peer_revision) +
                                 "): upgrade it to test throughput among all hosts");
+      } else if (opened[i]->peer_max_connections == 1) {
+        Finish(members_[i],
+               "holds 1 connection at once (its probes.net.max_connections, or hostperf-peer --max-connections): "
+               "no room for a peer's session beside the coordinator's");
       } else {
         members_[i].control = std::move(opened[i]).value();
       }
     }
   }
 
-  // The plan, offered to every host that answered; a host that refuses is
-  // left out and the plan offered again to the rest (their peer lists must
-  // not name it). Each round leaves out at least one host, so this ends.
-  void Agree() {
+  // The fan-out asked for, within every host's advertised connection limit:
+  // the coordinator's connection, this round's sessions and as many again
+  // for the previous round's, which may still be closing.
+  std::size_t InitialFanOut() const {
+    std::size_t fan_out = std::max<std::size_t>(1, options_.max_peers_per_round);
+    for (const Member& member : members_) {
+      if (!member.done && member.control.peer_max_connections > 1) {
+        fan_out =
+            std::min<std::size_t>(fan_out, std::max<std::size_t>(1, (member.control.peer_max_connections - 1) / 2));
+      }
+    }
+    return fan_out;
+  }
+
+  Plan BasePlan() const {
     Plan plan;
     plan.test = options_.test;
     plan.duration_ms = static_cast<std::uint32_t>(
         std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options_.duration).count()));
     plan.rate_bytes_per_second = options_.rate_bytes_per_second;
     plan.datagram_size = static_cast<std::uint32_t>(options_.datagram_size);
+    return plan;
+  }
+
+  // The schedule (AllToAllSchedule) on the ring of the hosts still in the
+  // run. A host that refuses a round or fails in it leaves the ring and the
+  // rest go on from the same offset: the per-host totals stay balanced
+  // among the hosts that took part in every round.
+  void RunRounds() {
+    std::size_t next_offset = 1;
+    std::size_t round = 0;
     while (!should_stop_()) {
-      std::vector<Member*> candidates;
-      for (Member& member : members_) {
-        if (!member.done) candidates.push_back(&member);
-      }
-      if (candidates.size() < 2) {
-        for (Member* member : candidates) Finish(*member, "no other host left to test with");
-        break;
-      }
-      plan.id = RandomPlanId();
-      plan.peer_count = static_cast<std::uint16_t>(candidates.size() - 1);
-      if (OfferToAll(plan, candidates)) break;
-      Withdraw(candidates);
+      const std::vector<Member*> live = Live();
+      if (live.size() < 2 || next_offset >= live.size()) break;
+      const std::size_t left = live.size() - next_offset;  // offsets still to run
+      const std::size_t peers = std::min(fan_out_, left);
+      if (options_.on_round) options_.on_round(round + 1, round + (left + fan_out_ - 1) / fan_out_, live.size());
+      if (!Agree(live, next_offset, peers)) continue;  // hosts left out or the fan-out lowered: again
+      CollectReports(Go(), round + 1);
+      next_offset += peers;
+      ++round;
     }
   }
 
-  // Offers `plan` to each candidate; true when every one accepted.
-  bool OfferToAll(const Plan& plan, const std::vector<Member*>& candidates) {
-    bool refused = false;
-    const auto deadline = Clock::now() + options_.connect_timeout;
-    for (Member* member : candidates) {
-      std::vector<PlanPeer> peers;
-      for (const Member* other : candidates) {
-        if (other != member) peers.push_back(ToPlanPeer(other->target->address));
+  // Offers the round's plan to every live host: host j its `peers` peers
+  // from offset `first`. True when all took it; otherwise the refusers are
+  // left out (or, for denials, the fan-out halved) and the plan withdrawn.
+  bool Agree(const std::vector<Member*>& live, std::size_t first, std::size_t peers) {
+    Plan plan = BasePlan();
+    plan.id = RandomPlanId();
+    plan.peer_count = static_cast<std::uint16_t>(peers);
+    std::vector<Refusal> refusals;
+    for (std::size_t j = 0; j < live.size(); ++j) {
+      std::vector<PlanPeer> to;
+      for (std::size_t k = 0; k < peers; ++k) {
+        to.push_back(ToPlanPeer(live[(j + first + k) % live.size()]->target->address));
       }
-      const std::string error =
-          OfferPlan(*member, plan, peers, SecretOf(*member), options_.orchestration_key, deadline);
-      if (!error.empty()) {
-        Finish(*member, error);
-        refused = true;
+      bool denied = false;
+      // Each host its own deadline: the offers go one after another.
+      std::string error = OfferPlan(*live[j], plan, to, SecretOf(*live[j]), options_.orchestration_key,
+                                    Clock::now() + options_.connect_timeout, &denied);
+      if (error.empty()) {
+        live[j]->in_plan = true;
       } else {
-        member->in_plan = true;
+        refusals.push_back({live[j], std::move(error), denied});
       }
     }
-    return !refused;
+    if (refusals.empty()) return true;
+    const bool lower_fan_out =
+        peers > 1 && std::any_of(refusals.begin(), refusals.end(), [](const Refusal& r) { return r.denied; });
+    for (Refusal& refusal : refusals) {
+      if (refusal.denied && lower_fan_out) {
+        refusal.member->control.fd.Reset();  // reopened below, with the others
+        continue;
+      }
+      Finish(*refusal.member, std::move(refusal.error));
+    }
+    if (lower_fan_out) fan_out_ = std::max<std::size_t>(1, peers / 2);
+    Withdraw(live);
+    return false;
   }
 
-  // Withdraws the plan from those that accepted it: a new connection each
-  // (closing the old one cancels the plan there).
-  void Withdraw(const std::vector<Member*>& candidates) {
-    for (Member* member : candidates) {
-      if (!member->in_plan) continue;
+  // Withdraws the plan from those that took it (closing a connection
+  // cancels the plan there) and reconnects every host still in the run.
+  void Withdraw(const std::vector<Member*>& live) {
+    for (Member* member : live) {
+      if (member->done) continue;
       member->in_plan = false;
       member->control.fd.Reset();
       auto reopened = OpenControl(member->target->address, SecretOf(*member), Clock::now() + options_.connect_timeout);
@@ -304,7 +369,7 @@ class AllToAllRun {
   // Reports: each host sends one when its sends are done and its peers'
   // sessions have ended. A host that closes the connection (it died or was
   // stopped) is reported at once; one that stays silent, at the deadline.
-  void CollectReports(std::map<int, Member*> running) {
+  void CollectReports(std::map<int, Member*> running, std::size_t round) {
     const auto waited = options_.connect_timeout + options_.duration + options_.report_grace;
     const auto deadline = Clock::now() + waited;
     std::vector<pollfd> fds;
@@ -317,8 +382,8 @@ class AllToAllRun {
       if (now >= deadline) {
         const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(waited);
         for (auto& [fd, member] : running) {
-          Finish(*member, "no report within " + std::to_string(seconds.count()) +
-                              " s of the start: the host stopped answering mid-test");
+          Finish(*member, InRound(round, "no report within " + std::to_string(seconds.count()) +
+                                             " s of the start: the host stopped answering mid-test"));
         }
         break;
       }
@@ -331,38 +396,74 @@ class AllToAllRun {
       }
       for (const pollfd& p : fds) {
         if (p.revents == 0) continue;
-        ReadReport(*running.at(p.fd));
+        ReadReport(*running.at(p.fd), round);
         running.erase(p.fd);
       }
     }
   }
 
+  std::string InRound(std::size_t round, const std::string& error) const {
+    return round > 1 ? "in round " + std::to_string(round) + ": " + error : error;
+  }
+
   // The host's control connection is readable: its report, or why not.
-  void ReadReport(Member& member) {
+  void ReadReport(Member& member, std::size_t round) {
     const int fd = member.control.fd.get();
     const auto message =
         ReceiveMessage(fd, SecretOf(member), Clock::now() + options_.connect_timeout, member.control.NextReceived());
     if (message && message->type == MessageType::kPlanReport) {
-      member.result.report = message->report;
-      Finish(member, "");
+      member.in_plan = false;
+      Accumulate(member, message->report);
     } else {
-      Finish(member, message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
-                             : "lost the connection mid-test (the host or its hostperf stopped)");
+      Finish(member,
+             InRound(round, message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
+                                    : "lost the connection mid-test (the host or its hostperf stopped)"));
     }
   }
 
-  std::span<const PeerTarget> hosts_;
-  const AllToAllOptions& options_;
+  // A round's report added to the host's totals: bytes, packets, sessions
+  // and times add up; jitter is the mean over the rounds that measured it.
+  static void Accumulate(Member& member, const PlanReport& round) {
+    PlanReport& total = member.result.report;
+    total.bytes_sent += round.bytes_sent;
+    total.bytes_received += round.bytes_received;
+    total.sent_ns += round.sent_ns;
+    total.received_ns += round.received_ns;
+    total.packets_sent += round.packets_sent;
+    total.packets_received += round.packets_received;
+    total.packets_lost += round.packets_lost;
+    total.sessions_ok = static_cast<std::uint16_t>(total.sessions_ok + round.sessions_ok);
+    total.sessions_failed = static_cast<std::uint16_t>(total.sessions_failed + round.sessions_failed);
+    total.peers_received = static_cast<std::uint16_t>(total.peers_received + round.peers_received);
+    if (round.jitter_ns > 0) {
+      member.jitter_sum_ns += round.jitter_ns;
+      ++member.jitter_rounds;
+      total.jitter_ns = member.jitter_sum_ns / static_cast<std::int64_t>(member.jitter_rounds);
+    }
+    ++member.result.rounds;
+  }
+
   // The secret of a host's control connection: its own, or the shared one.
   const Secret& SecretOf(const Member& member) const { return member.target->SecretOr(secret_); }
 
+  std::span<const PeerTarget> hosts_;
+  const AllToAllOptions& options_;
   const Secret& secret_;
   const std::function<bool()>& should_stop_;
   const std::function<void(const AllToAllHostResult&)>& on_host_;
   std::vector<Member> members_;
+  std::size_t fan_out_ = 1;
 };
 
 }  // namespace
+
+std::vector<AllToAllRound> AllToAllSchedule(std::size_t hosts, std::size_t fan_out) {
+  std::vector<AllToAllRound> rounds;
+  if (hosts < 2 || fan_out == 0) return rounds;
+  for (std::size_t offset = 1; offset < hosts; offset += fan_out)
+    rounds.push_back({offset, std::min(fan_out, hosts - offset)});
+  return rounds;
+}
 
 std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
                                             const Secret& secret, const std::function<bool()>& should_stop,

@@ -167,11 +167,15 @@ class RemotePeersImpl final : public RemotePeers {
       RemoteHost& host = hosts_[i];
       if (!host.error.empty()) continue;
       const std::string program = options_.installed ? options_.installed_program : host.directory + "/hostperf-peer";
-      // Sized for the cluster: every other host's plan sessions, this CLI's
-      // control and test connections, and room to spare.
-      const std::size_t connections = std::max<std::size_t>(64, hosts_.size() + 16);
-      std::string command = "exec " + Quote(program) + " --ports " + std::to_string(options_.port) +
-                            " --max-connections " + std::to_string(std::min<std::size_t>(connections, 65535));
+      // Sized for the cluster (every other host's plan sessions, this CLI's
+      // control and test connections, and room to spare) and for the
+      // connections test's target, so that its own cap hides no host limit.
+      const std::size_t connections =
+          std::max<std::size_t>({64, hosts_.size() + 16, std::size_t{options_.connections} + 1});
+      std::string ports;
+      for (const std::uint16_t port : options_.ports) ports += (ports.empty() ? "" : ",") + std::to_string(port);
+      std::string command = "exec " + Quote(program) + " --ports " + ports + " --max-connections " +
+                            std::to_string(std::min<std::size_t>(connections, 65535));
       if (!host.directory.empty()) command += " --remove-dir " + Quote(host.directory);
       auto log = OpenLog(host);
       if (!log) {
@@ -200,7 +204,7 @@ class RemotePeersImpl final : public RemotePeers {
         peers_[i]->Drain();
         const std::string& out = peers_[i]->out();
         if (out.find("hostperf-peer ready") != std::string::npos && out.find('\n') != std::string::npos) {
-          host.target = HostOf(host.destination) + ":" + std::to_string(options_.port);
+          host.target = HostOf(host.destination) + ":" + std::to_string(options_.ports.front());
         } else if (peers_[i]->Poll()) {
           host.error = "hostperf-peer did not start: " + LastLine(ReadLogTail(logs_[i].get(), kLogTailBytes));
         } else {

@@ -63,6 +63,11 @@ Result<NetOptions> ParseNetOptions(const json& options, std::optional<std::chron
         ports.push_back(port.get<std::uint16_t>());
       }
       out.ports = std::move(ports);
+    } else if (key == "max_connections") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 || value.get<std::int64_t>() > 65535) {
+        return R::Error("max_connections: expected a number of connections, 1 to 65535");
+      }
+      out.max_connections = value.get<std::uint32_t>();
     } else {
       return R::Error("unknown option \"" + key + "\"");
     }

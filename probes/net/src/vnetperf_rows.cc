@@ -33,6 +33,8 @@ json PlanRow(const std::string& date, const std::string& test, double rate, cons
               {"duration_seconds", r.SentSeconds()},
               {"sessions_ok", p.sessions_ok},
               {"sessions_failed", p.sessions_failed},
+              {"peers_received", p.peers_received},
+              {"rounds", r.rounds},
               {"outcome", r.ok ? (p.sessions_failed == 0 ? "ok" : "partial") : "failed"}};
   if (test == "udp-throughput") {
     row["packets_sent"] = p.packets_sent;

@@ -9,6 +9,7 @@
 
 #include "burst_attribution.h"
 #include "hostperf/probes/net/client.h"
+#include "hostperf/probes/net/plan.h"
 #include "result_rows.h"
 
 namespace hostperf::probes::net {
@@ -69,7 +70,7 @@ ProbeOutcome VnetperfRun::Run() {
   }
   for (const char* test : {"tcp-throughput", "udp-throughput"}) {
     if (!tests_.contains(test)) continue;
-    result["tests"][test] = ThroughputLadder(hosts, test);
+    result["tests"][test] = ThroughputLadder(OnTestPort(hosts, test), test);
   }
   result["findings"] = findings_;
   if (tests_.contains("connections")) {
@@ -84,6 +85,20 @@ ProbeOutcome VnetperfRun::Run() {
                                  result);
   }
   return ProbeOutcome::Success(result);
+}
+
+// vnetperf's three ports: latency and connections on the first, TCP
+// throughput on the second, UDP throughput on the third. Hosts reached on
+// another port (an explicit :port) keep it; with fewer than three ports
+// every test uses the first.
+Hosts VnetperfRun::OnTestPort(const Hosts& hosts, const std::string& test) const {
+  if (net_.ports.size() < 3) return hosts;
+  const std::uint16_t port = net_.ports[test == "tcp-throughput" ? 1 : 2];
+  Hosts moved = hosts;
+  for (auto& [name, address] : moved) {
+    if (address.port() == net_.ports.front()) address.set_port(port);
+  }
+  return moved;
 }
 
 void VnetperfRun::NoteUnmeasured(const std::string& name, const std::string& test, const std::string& error) {
@@ -147,7 +162,11 @@ void VnetperfRun::PlanProgress(std::size_t hosts) {
   const std::size_t rates = Rates().size();
   slots_ = tests_.contains("latency") ? 1 : 0;
   for (const char* test : {"tcp-throughput", "udp-throughput"}) {
-    if (tests_.contains(test)) slots_ += rates * (hosts >= 2 ? 1 : hosts);
+    // All-to-all: a step per round of its schedule; else one per host.
+    const std::size_t steps = hosts >= 2 && orchestration_key_
+                                  ? AllToAllSchedule(hosts, AllToAllOptions{}.max_peers_per_round).size()
+                                  : hosts;
+    if (tests_.contains(test)) slots_ += rates * steps;
   }
   started_ = Clock::now();
   done_ = 0;

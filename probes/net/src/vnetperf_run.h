@@ -56,6 +56,8 @@ class VnetperfRun {
   void Progress(const std::string& step, bool slot);
   // Which interface serves each host and both ends' MTUs (mismatches go to the findings).
   nlohmann::json Interfaces(const Hosts& hosts, RemoteMtus& remote_mtus);
+  // The hosts as a throughput test reaches them (vnetperf's three ports).
+  Hosts OnTestPort(const Hosts& hosts, const std::string& test) const;
   // One row as soon as it is known (the CLI prints it), tagged with its table.
   void Report(std::string_view kind, const nlohmann::json& row) const;
 

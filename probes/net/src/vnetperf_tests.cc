@@ -137,8 +137,10 @@ json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
   json rows = json::array();
   for (const double rate : Rates()) {
     if (ctx_.ShouldStop()) break;
-    Progress(fmt::format("{} at {} MB/s among {} hosts", test, rate, hosts.size()), true);
     AllToAllOptions plan;
+    plan.on_round = [&](std::size_t round, std::size_t rounds, std::size_t in_round) {
+      Progress(fmt::format("{} at {} MB/s among {} hosts, round {} of {}", test, rate, in_round, round, rounds), true);
+    };
     plan.test = test == "tcp-throughput" ? ThroughputTest::kTcp : ThroughputTest::kUdp;
     plan.duration = options_.duration;
     plan.rate_bytes_per_second = static_cast<std::uint64_t>(rate * kMiB);
@@ -170,8 +172,10 @@ json VnetperfRun::AllToAllLadder(const Hosts& hosts, const std::string& test) {
 // How many hello-confirmed connections each host holds at once.
 json VnetperfRun::ConnectionTable(const Hosts& hosts) {
   json rows = json::array();
+  const std::uint32_t target = options_.max_connections.value_or(net_.max_connections);
   for (const auto& [name, address] : hosts) {
-    const auto r = ConnectionTest(address, SecretFor(name), net_.max_connections, std::chrono::seconds(10));
+    if (ctx_.ShouldStop()) break;
+    const auto r = ConnectionTest(address, SecretFor(name), target, std::chrono::seconds(10));
     // "maximum": what was asked of this peer (our cap or its own lower
     // limit), so that a full row reads accepted == maximum.
     rows.push_back({{"date", VnetperfDate()},
@@ -179,7 +183,7 @@ json VnetperfRun::ConnectionTable(const Hosts& hosts) {
                     {"accepted", r.accepted},
                     {"maximum", r.tried},
                     {"peer_limit", r.peer_limit},
-                    {"configured_maximum", net_.max_connections}});
+                    {"configured_maximum", target}});
     Report("connections", rows.back());
   }
   return rows;

@@ -303,6 +303,13 @@ TEST(DiskScratchTest, RemovesOnlyCrashLeftovers) {
   FormatBlock(block, pattern, {1, 0, 1}, true);
   std::ofstream(temp.path() / dead, std::ios::binary).write(reinterpret_cast<const char*>(block.data()), 4096);
   std::ofstream(temp.path() / "hostperf-disk-99999999-7-1.dat");  // empty: crashed right after create
+  {
+    // Reserved by fallocate, killed before its first block: zeros.
+    const int fd = ::open((temp.path() / "hostperf-disk-99999999-7-4.dat").c_str(), O_WRONLY | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, 1 << 20), 0);
+    ::close(fd);
+  }
   // Not ours: wrong content, other names, a live process's file, a symlink.
   std::ofstream(temp.path() / "hostperf-disk-99999999-7-2.dat") << "user data, not a probe block";
   std::ofstream(temp.path() / "data.dat") << "x";
@@ -311,9 +318,10 @@ TEST(DiskScratchTest, RemovesOnlyCrashLeftovers) {
   std::ofstream(temp.path() / live, std::ios::binary).write(reinterpret_cast<const char*>(block.data()), 4096);
   fs::create_symlink(temp.path() / "data.dat", temp.path() / "hostperf-disk-99999999-7-3.dat");
 
-  EXPECT_EQ(dir->RemoveLeftovers(), 2);
+  EXPECT_EQ(dir->RemoveLeftovers(), 3);
   EXPECT_FALSE(fs::exists(temp.path() / dead));
   EXPECT_FALSE(fs::exists(temp.path() / "hostperf-disk-99999999-7-1.dat"));
+  EXPECT_FALSE(fs::exists(temp.path() / "hostperf-disk-99999999-7-4.dat"));
   for (const char* kept : {"hostperf-disk-99999999-7-2.dat", "data.dat", "hostperf-disk-notapid.dat",
                            "hostperf-disk-1-7-0.dat", "hostperf-disk-99999999-7-3.dat"}) {
     EXPECT_TRUE(fs::exists(fs::symlink_status(temp.path() / kept))) << kept;

@@ -104,6 +104,26 @@ TEST(ParseNetCommandTest, WithoutASecretHostsAreReachedOverSsh) {
   EXPECT_FALSE(configured->remote);
 }
 
+// vnetperf's three ports: the peers started over SSH listen on all three
+// (one given means it and the next two), and the connections test's target
+// sizes them.
+TEST(ParseNetCommandTest, SshPeersGetThreePortsAndRoomForTheConnectionsTest) {
+  const auto defaults = ParseNetCommand({"--ssh", "--hosts", "h1,h2"});
+  ASSERT_TRUE(defaults) << defaults.error();
+  EXPECT_THAT(defaults->remote->ports, ElementsAre(14159, 14160, 14161));
+  EXPECT_EQ(defaults->remote->connections, 64u);
+  const auto one = ParseNetCommand({"--ssh", "--hosts", "h1,h2", "--ports", "15000", "--max-connections", "500"});
+  ASSERT_TRUE(one) << one.error();
+  EXPECT_THAT(one->remote->ports, ElementsAre(15000, 15001, 15002));
+  EXPECT_EQ(one->remote->connections, 500u);
+  EXPECT_EQ(one->options.max_connections, 500u);
+  for (const char* bad : {"0", "65536", "1.5", "many"}) {
+    const auto refused = ParseNetCommand({"--hosts", "h1:1", "--max-connections", bad});
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_THAT(refused.error(), HasSubstr("--max-connections needs a whole number from 1 to 65535"));
+  }
+}
+
 // vnetperf's --vertica-install takes the install prefix when an absolute
 // path follows it; bare (a test name follows) it means the package's path.
 TEST(ParseNetCommandTest, VerticaInstallTakesAnInstallPrefix) {

@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/orchestration.h"
@@ -426,8 +427,105 @@ TEST_F(NetPlanTest, AHostThatDiesMidTestIsReportedAndTheRunEndsInBoundedTime) {
   }
 }
 
-TEST_F(NetPlanTest, APlanBeyondTheResponderConnectionLimitIsDenied) {
-  AddHost(/*max_connections=*/2);
+TEST(AllToAllScheduleTest, EveryOrderedPairOnceAndAsManyPeersEachWayInEveryRound) {
+  for (const std::size_t hosts : {2u, 3u, 5u, 64u, 100u, 301u}) {
+    for (const std::size_t fan_out : {1u, 2u, 7u, 32u, 400u}) {
+      const auto rounds = AllToAllSchedule(hosts, fan_out);
+      ASSERT_EQ(rounds.size(), (hosts - 1 + fan_out - 1) / fan_out) << hosts << " hosts, fan-out " << fan_out;
+      std::set<std::pair<std::size_t, std::size_t>> pairs;
+      for (const AllToAllRound& round : rounds) {
+        ASSERT_GE(round.peers, 1u);
+        ASSERT_LE(round.peers, fan_out);
+        std::vector<std::size_t> sends(hosts), receives(hosts);
+        for (std::size_t j = 0; j < hosts; ++j) {
+          for (std::size_t k = 0; k < round.peers; ++k) {
+            const std::size_t to = (j + round.first_offset + k) % hosts;
+            ASSERT_NE(to, j) << "a host never sends to itself";
+            EXPECT_TRUE(pairs.insert({j, to}).second) << j << " -> " << to << " twice";
+            ++sends[j];
+            ++receives[to];
+          }
+        }
+        for (std::size_t j = 0; j < hosts; ++j) {
+          ASSERT_EQ(sends[j], round.peers);
+          ASSERT_EQ(receives[j], round.peers) << "a responder waits for as many peers as it sends to";
+        }
+      }
+      EXPECT_EQ(pairs.size(), hosts * (hosts - 1)) << hosts << " hosts, fan-out " << fan_out;
+    }
+  }
+  EXPECT_TRUE(AllToAllSchedule(1, 4).empty());
+  EXPECT_TRUE(AllToAllSchedule(5, 0).empty());
+}
+
+TEST_F(NetPlanTest, AFanOutBelowTheHostCountRunsInRoundsWithTheSameTotalsPerHost) {
+  for (int i = 0; i < 5; ++i) AddHost();
+  auto options = Options(ThroughputTest::kTcp, 8);
+  options.max_peers_per_round = 2;
+  std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> rounds;
+  options.on_round = [&](std::size_t round, std::size_t of, std::size_t hosts) {
+    rounds.emplace_back(round, of, hosts);
+  };
+  const auto results = RunAllToAll(targets_, options, secret_, Never);
+  ASSERT_EQ(rounds.size(), 2u);
+  EXPECT_EQ(rounds[0], std::make_tuple(1u, 2u, 5u));
+  EXPECT_EQ(rounds[1], std::make_tuple(2u, 2u, 5u));
+  std::uint64_t sent = 0, received = 0;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.error;
+    EXPECT_EQ(r.report.sessions_ok, 4) << r.name << ": every other host, over the rounds";
+    EXPECT_EQ(r.report.peers_received, 4) << r.name;
+    // Two rounds of a second at 8 MiB/s: the rate holds in each round.
+    EXPECT_GT(r.report.sent_ns, 1'500'000'000) << r.name;
+    EXPECT_GT(r.SentBytesPerSecond(), 0.6 * (8 << 20)) << r.name;
+    EXPECT_LT(r.SentBytesPerSecond(), 1.3 * (8 << 20)) << r.name;
+    sent += r.report.bytes_sent;
+    received += r.report.bytes_received;
+  }
+  EXPECT_EQ(sent, received);
+}
+
+TEST_F(NetPlanTest, AHostWithFewConnectionsLowersTheFanOutInsteadOfBeingLeftOut) {
+  // Room for the coordinator and one peer (two with the last round's):
+  // everyone runs one peer at a time.
+  AddHost(/*max_connections=*/4);
+  AddHost();
+  AddHost();
+  std::size_t rounds = 0;
+  auto options = Options(ThroughputTest::kTcp, 8);
+  options.on_round = [&](std::size_t, std::size_t, std::size_t) { ++rounds; };
+  const auto results = RunAllToAll(targets_, options, secret_, Never);
+  EXPECT_EQ(rounds, 2u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.error;
+    EXPECT_EQ(r.report.sessions_ok, 2) << r.name;
+  }
+}
+
+TEST_F(NetPlanTest, AHostThatDeniesTheFanOutHalvesItForEveryone) {
+  AddHost(16, [](ResponderOptions& options) { options.plan_max_sessions = 1; });  // not advertised in its hello
+  for (int i = 0; i < 3; ++i) AddHost();
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.error;
+    EXPECT_EQ(r.report.sessions_ok, 3) << r.name;
+  }
+}
+
+TEST_F(NetPlanTest, AHostThatHoldsOneConnectionIsNamedAndTheOthersRun) {
+  AddHost(/*max_connections=*/1);
+  AddHost();
+  AddHost();
+  const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_NE(results[0].error.find("max_connections"), std::string::npos) << results[0].error;
+  EXPECT_TRUE(results[1].ok) << results[1].error;
+  EXPECT_TRUE(results[2].ok) << results[2].error;
+  EXPECT_EQ(results[1].report.sessions_ok, 1);
+}
+
+TEST_F(NetPlanTest, APlanBeyondAHostsOwnLimitsLeavesThatHostOut) {
+  AddHost(16, [](ResponderOptions& options) { options.plan_max_rate = 1 << 20; });
   AddHost();
   AddHost();
   const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);

@@ -68,7 +68,11 @@ struct NetOptions : ProbeOptions {
   std::chrono::nanoseconds duration = std::chrono::seconds(1);  // per test and rate, at most kMaxTestDuration
   std::optional<std::vector<std::string>> hosts;                // none: the configured peers
   bool ignore_bad_hosts = false;
-  std::optional<std::vector<std::uint16_t>> ports;  // none: [probes.net] ports
+  // none: [probes.net] ports. With three or more, vnetperf's use: latency
+  // and connections on the first, TCP throughput on the second, UDP on the third.
+  std::optional<std::vector<std::uint16_t>> ports;
+  // The connections test's target per host; none: probes.net.max_connections.
+  std::optional<std::uint32_t> max_connections;
   // Bare hosts over SSH (remote.h): each host's own one-time secret, by its
   // entry in `hosts`; empty: probes.net.secret_file.
   std::map<std::string, std::vector<std::uint8_t>> host_secrets;

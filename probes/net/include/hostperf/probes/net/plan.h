@@ -11,6 +11,7 @@
 #include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/protocol.h"
+#include "hostperf/probes/net/responder.h"
 #include "hostperf/probes/net/sockets.h"
 
 namespace hostperf::probes::net {
@@ -38,13 +39,36 @@ struct AllToAllOptions {
   // Signs the plans (responders of revision >= 4 take no other); null: only
   // hosts of an older release (revision 2 or 3) can take part.
   const OrchestrationKey* orchestration_key = nullptr;
+  // The most peers a host sends to (and receives from) at once: the run is
+  // split into rounds of this fan-out (AllToAllSchedule). Lowered to half
+  // the smallest connection limit the hosts advertise (room for a round's
+  // sessions and the last round's still closing), and halved while a host
+  // denies a plan (its probes.net.plan_max_sessions may be lower).
+  std::size_t max_peers_per_round = kDefaultPlanMaxSessions;
+  // Called as each round starts: its number (from 1), the rounds planned and
+  // the hosts in it (progress on a terminal).
+  std::function<void(std::size_t round, std::size_t rounds, std::size_t hosts)> on_round;
 };
+
+// The rounds of an all-to-all run among `hosts` hosts with at most
+// `fan_out` peers each at once: host j of the ring sends, in the round that
+// holds offset o, to host (j + o) mod hosts, and so receives from host
+// (j - o) mod hosts. Round r holds offsets r*fan_out+1 .. (r+1)*fan_out
+// (the last round fewer), so every host sends to and receives from every
+// other exactly once, as many peers in each direction in each round, and
+// at the plan's full rate throughout: ceil((hosts-1)/fan_out) rounds.
+struct AllToAllRound {
+  std::size_t first_offset = 1;
+  std::size_t peers = 0;  // offsets first_offset .. first_offset+peers-1
+};
+std::vector<AllToAllRound> AllToAllSchedule(std::size_t hosts, std::size_t fan_out);
 
 struct AllToAllHostResult {
   std::string name;
   bool ok = false;
-  std::string error;  // why there is no report (unreachable, busy, denied, lost mid-test, silent)
-  PlanReport report;  // when ok
+  std::string error;       // why there is no report (unreachable, busy, denied, lost mid-test, silent)
+  PlanReport report;       // when ok: the sum over the rounds
+  std::size_t rounds = 0;  // rounds it reported in
   double SentSeconds() const { return report.sent_ns / 1e9; }
   double SentBytesPerSecond() const { return report.sent_ns > 0 ? report.bytes_sent / SentSeconds() : 0; }
   // Over the same window as the sends: every host sends for the duration.
@@ -55,11 +79,14 @@ struct AllToAllHostResult {
   }
 };
 
-// Runs one plan among `hosts` (each a revision-2 responder): every host
-// sends to all the others and receives from them at the same time. Hosts
-// that refuse (busy, denied) or cannot be reached are left out and the plan
-// runs among the rest; `on_host` is called as each host's result is known.
-// Returns one result per host, in order.
+// Runs all-to-all among `hosts` (each a revision-2 responder): every host
+// sends to all the others and receives from them, at most
+// options.max_peers_per_round at once (AllToAllSchedule; one round when
+// the fan-out covers all the others), each round one plan. Hosts that refuse
+// (busy, denied) or cannot be reached are left out and the rounds go on
+// among the rest; `on_host` is called as each host's result is known (a
+// host that took part, after the last round). Returns one result per host,
+// in order, its report the sum over the rounds.
 std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
                                             const Secret& secret, const std::function<bool()>& should_stop,
                                             const std::function<void(const AllToAllHostResult&)>& on_host = {});

@@ -27,7 +27,10 @@ struct RemoteOptions {
   bool collect_logs = false;  // bring each host's peer log back to log_dir
   std::string log_dir = ".";
   std::string peer_program;  // the local hostperf-peer to copy (FindPeerProgram)
-  std::uint16_t port = 14159;
+  // The peers listen on all; the tests reach them on the first (and, for
+  // throughput, the second and third: vnetperf's three ports).
+  std::vector<std::uint16_t> ports{14159, 14160, 14161};
+  std::uint32_t connections = 64;  // the connections test's target (--max-connections)
   std::string ssh = "ssh";
   std::string scp = "scp";
   std::chrono::seconds step_timeout{60};  // each of mktemp, scp, start, stop, cleanup
