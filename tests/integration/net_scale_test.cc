@@ -189,23 +189,40 @@ TEST_F(NetScaleTest, AHundredHostsAllToAllInRoundsAndConnectionsAbove64) {
   }
 }
 
-// vnetperf's three ports: TCP throughput goes to the second. Peers that
-// listen on the first alone answer the hello but not the test.
-TEST_F(NetScaleTest, ThroughputUsesTheSecondOfThreePorts) {
-  for (int i = 0; i < 2; ++i) StartPeer(i, std::to_string(port_), 64);
-  AwaitPeers();
-  const auto [refused, refused_json] =
-      Net(2, {"--ports", std::to_string(port_), "--datarate", "1", "--duration", "1", "tcp-throughput"});
-  EXPECT_NE(refused.status, 0) << refused.out << refused.err;
-  EXPECT_THAT(refused.err, HasSubstr("was not measured in tcp-throughput")) << refused.out;
+// The requests a peer answered, from its last line once its input closed.
+long RequestsAnswered(ChildProcess& peer) {
+  peer.CloseInput();
+  if (!peer.Wait(10s)) return -1;
+  const std::string err = peer.Stderr();
+  const auto at = err.rfind("): ");
+  return at == std::string::npos ? -1 : std::stol(err.substr(at + 3));
+}
 
-  // One port given: the tests all use it.
-  peers_.clear();
-  for (int i = 0; i < 2; ++i) StartPeer(i, std::to_string(port_), 64);
+// vnetperf's three ports: TCP throughput goes to the second where the
+// host's responder listens on it, else stays on the first (a daemon with
+// one port, tested with `--ports P`).
+TEST_F(NetScaleTest, ThroughputUsesTheSecondOfThreePortsWhereTheResponderListens) {
+  const std::string p = std::to_string(port_);
+  // Listening on the first port only: measured there.
+  for (int i = 0; i < 2; ++i) StartPeer(i, p, 64);
   AwaitPeers();
-  const auto [one, one_json] = Net(2, {"--ports", std::to_string(port_) + "," + std::to_string(port_), "--datarate",
-                                       "1", "--duration", "1", "tcp-throughput"});
-  EXPECT_EQ(one.status, 0) << one.out << one.err;
+  const auto [first, first_json] = Net(2, {"--ports", p, "--datarate", "1", "--duration", "1", "tcp-throughput"});
+  EXPECT_EQ(first.status, 0) << first.out << first.err;
+
+  // Host 0: one responder on the first port, another on the second. The
+  // test's plan goes to the second; the first sees the hellos only.
+  peers_.clear();
+  StartPeer(0, p, 64);
+  StartPeer(0, std::to_string(port_ + 1), 64);
+  StartPeer(1, p + "," + std::to_string(port_ + 1) + "," + std::to_string(port_ + 2), 64);
+  AwaitPeers();
+  const auto [second, second_json] = Net(2, {"--ports", p, "--datarate", "1", "--duration", "1", "tcp-throughput"});
+  EXPECT_EQ(second.status, 0) << second.out << second.err;
+  const long on_first = RequestsAnswered(*peers_[0]);
+  const long on_second = RequestsAnswered(*peers_[1]);
+  EXPECT_GE(on_second, 4) << "hello, control hello, plan, go: " << peers_[1]->Stderr();
+  EXPECT_GE(on_first, 1) << "the run's hello: " << peers_[0]->Stderr();
+  EXPECT_LE(on_first, 2) << "the hosts' hellos only: " << peers_[0]->Stderr();
 }
 
 }  // namespace

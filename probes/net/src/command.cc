@@ -41,8 +41,8 @@ shows the step running and the time left. Options take "--opt value" or
                          configured); one port means it and the next two, as in
                          vnetperf (14159 -> 14159,14160,14161). Hosts without
                          :port are reached on the first; with three ports, TCP
-                         throughput uses the second and UDP the third (the
-                         hosts' responders must listen on all three)
+                         throughput uses the second and UDP the third where
+                         a host's responder answers on them (else the first)
   --log-level L          INFO, ERROR, DEBUG or WARN (default WARN)
   --max-connections N    connections test: connections to hold open at each host
                          at once (default: probes.net.max_connections, 64); a host

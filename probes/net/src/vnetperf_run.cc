@@ -87,16 +87,36 @@ ProbeOutcome VnetperfRun::Run() {
   return ProbeOutcome::Success(result);
 }
 
+// A responder that does not listen on vnetperf's second or third port (a
+// daemon with one probes.net port, tested with `--ports 14159`) refuses the
+// connection at once; a filtered port costs this bound.
+constexpr auto kTestPortHelloTimeout = std::chrono::milliseconds(500);
+
+void VnetperfRun::ProbeTestPorts(const std::string& name, const SocketAddress& address) {
+  if (net_.ports.size() < 3 || address.port() != net_.ports.front()) return;
+  if (!tests_.contains("tcp-throughput") && !tests_.contains("udp-throughput")) return;
+  for (const std::uint16_t port : {net_.ports[1], net_.ports[2]}) {
+    SocketAddress other = address;
+    other.set_port(port);
+    if (Hello(other, SecretFor(name), kTestPortHelloTimeout)) {
+      answering_ports_.emplace(name, port);
+    } else {
+      spdlog::info("net: {} does not answer on port {}: its throughput test uses port {}", name, port, address.port());
+    }
+  }
+}
+
 // vnetperf's three ports: latency and connections on the first, TCP
-// throughput on the second, UDP throughput on the third. Hosts reached on
-// another port (an explicit :port) keep it; with fewer than three ports
-// every test uses the first.
+// throughput on the second, UDP throughput on the third, where the host's
+// responder listens on them (ProbeTestPorts). Hosts reached on another port
+// (an explicit :port) keep it; with fewer than three ports every test uses
+// the first.
 Hosts VnetperfRun::OnTestPort(const Hosts& hosts, const std::string& test) const {
   if (net_.ports.size() < 3) return hosts;
   const std::uint16_t port = net_.ports[test == "tcp-throughput" ? 1 : 2];
   Hosts moved = hosts;
   for (auto& [name, address] : moved) {
-    if (address.port() == net_.ports.front()) address.set_port(port);
+    if (address.port() == net_.ports.front() && answering_ports_.contains({name, port})) address.set_port(port);
   }
   return moved;
 }
@@ -128,7 +148,7 @@ std::optional<ProbeOutcome> VnetperfRun::FindHosts(json& result, Hosts& hosts, R
 
 // Every host must answer a hello before any test runs (vnetperf's rule):
 // the hosts that did; the others go to `bad_hosts` with the reason.
-Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, json& bad_hosts, RemoteMtus& remote_mtus) const {
+Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, json& bad_hosts, RemoteMtus& remote_mtus) {
   Hosts hosts;
   for (const auto& peer : Resolve(specs)) {
     const Result<HelloReply> hello = peer.address ? Hello(*peer.address, SecretFor(peer.spec.name), kHelloTimeout)
@@ -138,6 +158,7 @@ Hosts VnetperfRun::ReachableHosts(const std::vector<PeerSpec>& specs, json& bad_
                     static_cast<int>(hello->revision), hello->max_connections);
       hosts.emplace_back(peer.spec.name, *peer.address);
       remote_mtus[peer.spec.name] = hello->mtu;
+      ProbeTestPorts(peer.spec.name, *peer.address);
     } else {
       spdlog::info("net: {} did not answer its hello: {}", peer.spec.name, hello.error());
       bad_hosts.push_back({{"node", peer.spec.name}, {"error", hello.error()}});

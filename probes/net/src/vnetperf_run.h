@@ -45,7 +45,10 @@ class VnetperfRun {
   // The hosts that answered a hello (`result`'s bad_hosts the others), or
   // the outcome that ends the run.
   std::optional<ProbeOutcome> FindHosts(nlohmann::json& result, Hosts& hosts, RemoteMtus& remote_mtus);
-  Hosts ReachableHosts(const std::vector<PeerSpec>& specs, nlohmann::json& bad_hosts, RemoteMtus& remote_mtus) const;
+  Hosts ReachableHosts(const std::vector<PeerSpec>& specs, nlohmann::json& bad_hosts, RemoteMtus& remote_mtus);
+  // vnetperf's second and third ports: which of them `host`'s responder
+  // answers a hello on (noted in answering_ports_).
+  void ProbeTestPorts(const std::string& name, const SocketAddress& address);
   // The secret of the host named `name`: its own (bare hosts over SSH), else the shared one.
   const Secret& SecretFor(const std::string& name) const;
   PeerTarget TargetOf(const std::string& name, const SocketAddress& address) const;
@@ -86,6 +89,8 @@ class VnetperfRun {
   // fails with it unless --ignore-bad-hosts.
   std::string unmeasured_;
   void NoteUnmeasured(const std::string& name, const std::string& test, const std::string& error);
+  // (host, port) pairs beyond the first port whose responder answered.
+  std::set<std::pair<std::string, std::uint16_t>> answering_ports_;
   std::chrono::steady_clock::time_point started_;
   std::size_t slots_ = 0;
   std::size_t done_ = 0;
