@@ -47,6 +47,12 @@ class NetMeshTest : public ::testing::Test {
     // daemons trust its public half.
     ASSERT_TRUE(MakeOrchestrationKey("orchestration"));
     port_ = FreeLoopbackPort();
+    StartDaemons(std::to_string(port_));
+    cli_config_ = CliConfig("orchestration.key");
+  }
+  // A daemon in each namespace, its responder on `ports` (a TOML list's items).
+  void StartDaemons(const std::string& ports) {
+    daemons_.clear();
     // Each daemon lists the four hosts: a plan may only name members of the
     // responder's own peer list.
     std::string peers;
@@ -57,14 +63,13 @@ class NetMeshTest : public ::testing::Test {
           name + ".toml", "state_directory = \"" + dir_.path() + "/" + name +
                               "\"\n[probes.cpu]\nenabled = false\n[probes.memory]\nenabled = false\n"
                               "[probes.disk]\nenabled = false\n[probes.net]\nenabled = false\nbind_address = \"" +
-                              mesh_->Address(i) + "\"\nports = [" + std::to_string(port_) + "]\nsecret_file = \"" +
-                              dir_.path() + "/secret\"\npeers = [" + peers + "]\norchestration_public_key_file = \"" +
-                              dir_.path() + "/orchestration.pub\"\n");
+                              mesh_->Address(i) + "\"\nports = [" + ports + "]\nsecret_file = \"" + dir_.path() +
+                              "/secret\"\npeers = [" + peers + "]\norchestration_public_key_file = \"" + dir_.path() +
+                              "/orchestration.pub\"\n");
       daemons_.push_back(std::make_unique<FaultDaemon>(
           config, std::vector<std::string>{Find("ip"), "netns", "exec", mesh_->Namespace(i)}));
       ASSERT_NE(daemons_.back()->Port(), 0) << daemons_.back()->process().Stderr();
     }
-    cli_config_ = CliConfig("orchestration.key");
   }
   void TearDown() override {
     daemons_.clear();  // before the namespaces go
@@ -219,6 +224,28 @@ TEST_F(NetMeshTest, OnlyTheTrustedOrchestrationKeyRunsPlans) {
     ASSERT_FALSE(row.empty()) << Host(i) << ": " << rows.dump(1) << run.err;
     EXPECT_EQ(row["outcome"], "failed") << row.dump();
     EXPECT_THAT(row.value("error", ""), HasSubstr("orchestration_public_key_file")) << row.dump();
+  }
+}
+
+// Daemons on vnetperf's three ports: the throughput test goes to the second,
+// and the plans that name the hosts on it are taken (a member on any of the
+// responder's own ports is a member).
+TEST_F(NetMeshTest, DaemonsOnThreePortsTakePlansOnTheSecond) {
+  const std::string p = std::to_string(port_), p1 = std::to_string(port_ + 1), p2 = std::to_string(port_ + 2);
+  StartDaemons(p + ", " + p1 + ", " + p2);
+  const std::string results = dir_.path() + "/three.json";
+  const auto run = RunCommand(HOSTPERF_CLI_BIN,
+                              {"--config.file=" + cli_config_, "net", "--hosts", Hosts(), "--ports", p, "--datarate",
+                               "8", "--duration", "1", "--output-file", results, "tcp-throughput"},
+                              120s);
+  ASSERT_EQ(run.status, 0) << run.out << run.err;
+  std::ifstream in(results);
+  const auto json = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(json.is_discarded());
+  for (int i = 0; i < kHosts; ++i) {
+    const auto row = Row(json["tests"]["tcp-throughput"], Host(i));
+    EXPECT_EQ(row.value("outcome", ""), "ok") << row.dump();
+    EXPECT_EQ(row.value("sessions_ok", 0), kHosts - 1) << row.dump();
   }
 }
 

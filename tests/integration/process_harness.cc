@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -48,7 +49,13 @@ ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, st
   // Close-on-exec: no other child may hold the write end, or this one
   // never sees its input end.
   int pipe_fds[2] = {-1, -1};
-  if (input && pipe2(pipe_fds, O_CLOEXEC) != 0) pipe_fds[0] = pipe_fds[1] = -1;
+  if (input) {
+    // Written at once below: within a pipe's buffer.
+    if (input->size() > 60 * 1024) throw std::invalid_argument("ChildProcess: input above 60 KiB");
+    // A child that exits before reading must not kill the test with SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) pipe_fds[0] = pipe_fds[1] = -1;
+  }
   pid_ = fork();
   if (pid_ == 0) {
     const int out = open(stdout_path_.c_str(), O_WRONLY | O_TRUNC);
@@ -71,6 +78,10 @@ ChildProcess::ChildProcess(std::string binary, std::vector<std::string> args, st
   }
   if (pipe_fds[0] >= 0) {
     close(pipe_fds[0]);
+    if (pid_ < 0) {
+      close(pipe_fds[1]);
+      return;
+    }
     input_fd_ = pipe_fds[1];
     // Small enough for the pipe's buffer: written at once.
     (void)!write(input_fd_, input->data(), input->size());

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -464,6 +465,17 @@ Result<HelloReply> Hello(const SocketAddress& peer, const Secret& secret, std::c
   auto control = OpenControl(peer, secret, Clock::now() + timeout);
   if (!control) return control.failure();
   return HelloReply{control->peer_max_connections, control->peer_revision, control->peer_mtu};
+}
+
+std::uint64_t RaiseOpenFileLimit() {
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) != 0) return 0;
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+    ::getrlimit(RLIMIT_NOFILE, &files);
+  }
+  return files.rlim_cur;
 }
 
 ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,

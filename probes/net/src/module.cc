@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/command.h"
 #include "hostperf/probes/net/net_probe.h"
 #include "hostperf/probes/net/orchestration.h"
@@ -238,6 +239,9 @@ int Command(const std::vector<std::string>& args, const CommandContext& context)
   auto parsed = ParseNetCommand(args, ssh_by_default);
   if (!parsed) return context.usage_error(parsed.error());
   const NetCommand& command = parsed.value();
+  // The connections test holds many connections at once: the soft limit on
+  // open files (often 1024) must not be what it measures.
+  RaiseOpenFileLimit();
   if (command.help) {
     std::fputs(kNetUsage, stdout);
     return 0;

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/orchestration.h"
 #include "hostperf/probes/net/responder.h"
 
@@ -196,6 +197,9 @@ int main(int argc, char** argv) {
   // most 60 s, --datarate at most 100000 MB/s), not a daemon's defaults.
   options.plan_max_duration_ms = 60000;
   options.plan_max_rate = 100000ull << 20;
+  // Sized by the CLI for the cluster and the connections test: the soft
+  // limit on open files must not be what the test finds.
+  hostperf::probes::net::RaiseOpenFileLimit();
   std::string remove_dir;
   if (const auto exit_code = ParseArgs(std::vector<std::string>(argv + 1, argv + argc), options, remove_dir)) {
     return *exit_code;

@@ -253,7 +253,7 @@ class AllToAllRun {
   // the coordinator's connection, this round's sessions and as many again
   // for the previous round's, which may still be closing.
   std::size_t InitialFanOut() const {
-    std::size_t fan_out = std::max<std::size_t>(1, options_.max_peers_per_round);
+    std::size_t fan_out = std::clamp<std::size_t>(options_.max_peers_per_round, 1, 65535);
     for (const Member& member : members_) {
       if (!member.done && member.control.peer_max_connections > 1) {
         fan_out =
@@ -300,25 +300,42 @@ class AllToAllRun {
     Plan plan = BasePlan();
     plan.id = RandomPlanId();
     plan.peer_count = static_cast<std::uint16_t>(peers);
+    // The offers in parallel (as OpenAll): a slow host costs its own
+    // deadline, not every later host's, and the first hosts to accept are
+    // not left waiting past their kPlanGo timeout.
+    std::vector<std::string> errors(live.size());
+    std::vector<char> denials(live.size(), 0);
+    {
+      std::vector<std::thread> offers;
+      offers.reserve(live.size());
+      for (std::size_t j = 0; j < live.size(); ++j) {
+        offers.emplace_back([&, j] {
+          std::vector<PlanPeer> to;
+          for (std::size_t k = 0; k < peers; ++k) {
+            to.push_back(ToPlanPeer(live[(j + first + k) % live.size()]->target->address));
+          }
+          bool denied = false;
+          errors[j] = OfferPlan(*live[j], plan, to, SecretOf(*live[j]), options_.orchestration_key,
+                                Clock::now() + options_.connect_timeout, &denied);
+          denials[j] = denied ? 1 : 0;
+        });
+      }
+      for (std::thread& offer : offers) offer.join();
+    }
     std::vector<Refusal> refusals;
     for (std::size_t j = 0; j < live.size(); ++j) {
-      std::vector<PlanPeer> to;
-      for (std::size_t k = 0; k < peers; ++k) {
-        to.push_back(ToPlanPeer(live[(j + first + k) % live.size()]->target->address));
-      }
-      bool denied = false;
-      // Each host its own deadline: the offers go one after another.
-      std::string error = OfferPlan(*live[j], plan, to, SecretOf(*live[j]), options_.orchestration_key,
-                                    Clock::now() + options_.connect_timeout, &denied);
-      if (error.empty()) {
+      if (errors[j].empty()) {
         live[j]->in_plan = true;
       } else {
-        refusals.push_back({live[j], std::move(error), denied});
+        refusals.push_back({live[j], std::move(errors[j]), denials[j] != 0});
       }
     }
-    if (refusals.empty()) return true;
-    const bool lower_fan_out =
-        peers > 1 && std::any_of(refusals.begin(), refusals.end(), [](const Refusal& r) { return r.denied; });
+    if (refusals.empty()) {
+      fan_out_before_denials_ = 0;  // the fan-out now taken is the one to keep
+      return true;
+    }
+    const bool any_denied = std::any_of(refusals.begin(), refusals.end(), [](const Refusal& r) { return r.denied; });
+    const bool lower_fan_out = peers > 1 && any_denied;
     for (Refusal& refusal : refusals) {
       if (refusal.denied && lower_fan_out) {
         refusal.member->control.fd.Reset();  // reopened below, with the others
@@ -326,7 +343,15 @@ class AllToAllRun {
       }
       Finish(*refusal.member, std::move(refusal.error));
     }
-    if (lower_fan_out) fan_out_ = std::max<std::size_t>(1, peers / 2);
+    if (lower_fan_out) {
+      if (fan_out_before_denials_ == 0) fan_out_before_denials_ = fan_out_;
+      fan_out_ = std::max<std::size_t>(1, peers / 2);
+    } else if (any_denied && fan_out_before_denials_ > 0) {
+      // Denied even one peer: its own limits (rate, duration, peer set, the
+      // key), not the fan-out. The others go back to the fan-out they had.
+      fan_out_ = fan_out_before_denials_;
+      fan_out_before_denials_ = 0;
+    }
     Withdraw(live);
     return false;
   }
@@ -453,6 +478,9 @@ class AllToAllRun {
   const std::function<void(const AllToAllHostResult&)>& on_host_;
   std::vector<Member> members_;
   std::size_t fan_out_ = 1;
+  // The fan-out before denials halved it (0: not halved): a host that denies
+  // even one peer is left out and the others return to it.
+  std::size_t fan_out_before_denials_ = 0;
 };
 
 }  // namespace

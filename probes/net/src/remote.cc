@@ -1,4 +1,5 @@
 #include "hostperf/probes/net/remote.h"
+#include "hostperf/probes/net/responder.h"
 
 #include <unistd.h>
 
@@ -167,11 +168,12 @@ class RemotePeersImpl final : public RemotePeers {
       RemoteHost& host = hosts_[i];
       if (!host.error.empty()) continue;
       const std::string program = options_.installed ? options_.installed_program : host.directory + "/hostperf-peer";
-      // Sized for the cluster (every other host's plan sessions, this CLI's
-      // control and test connections, and room to spare) and for the
+      // Sized for the cluster (a full fan-out of plan sessions and the last
+      // round's still closing: plan.cc; this CLI's control and test
+      // connections, and room to spare) and for the
       // connections test's target, so that its own cap hides no host limit.
-      const std::size_t connections =
-          std::max<std::size_t>({64, hosts_.size() + 16, std::size_t{options_.connections} + 1});
+      const std::size_t connections = std::max<std::size_t>(
+          {2 * kDefaultPlanMaxSessions + 1, hosts_.size() + 16, std::size_t{options_.connections} + 1});
       std::string ports;
       for (const std::uint16_t port : options_.ports) ports += (ports.empty() ? "" : ",") + std::to_string(port);
       std::string command = "exec " + Quote(program) + " --ports " + ports + " --max-connections " +

@@ -74,6 +74,10 @@ ResponderOptions ResponderHost::OptionsFor(const NetProbeConfig& net, const Sett
   options.plan_unlimited_rate = wanted.plan_unlimited_rate;
   options.plan_max_duration_ms = wanted.plan_max_duration_ms;
   options.plan_max_sessions = wanted.plan_max_sessions;
+  {
+    std::lock_guard lock(plan_peers_->mutex);
+    plan_peers_->own_ports = net.ports;
+  }
   options.plan_peer_allowed = [peers = plan_peers_](const SocketAddress& peer) { return peers->Contains(peer); };
   options.orchestration_key = wanted.orchestration_key;
   options.observer = this;
@@ -146,7 +150,11 @@ void ResponderHost::OnPlanBytes(std::uint64_t bytes) { metrics_.plan_sent_bytes.
 
 bool ResponderHost::PlanPeers::Contains(const SocketAddress& address) {
   std::lock_guard lock(mutex);
-  return addresses.contains(address.ToString());
+  if (addresses.contains(address.ToString())) return true;
+  SocketAddress host = address;
+  host.set_port(0);
+  return hosts.contains(host.ToString()) &&
+         std::find(own_ports.begin(), own_ports.end(), address.port()) != own_ports.end();
 }
 
 void ResponderHost::SetPlanPeers(const std::vector<PeerSpec>& members) {
@@ -154,13 +162,18 @@ void ResponderHost::SetPlanPeers(const std::vector<PeerSpec>& members) {
     std::lock_guard lock(plan_peers_->mutex);
     if (plan_peers_->members == members && !members.empty()) return;
   }
-  std::set<std::string> addresses;  // resolved outside the lock: the responder keeps serving
+  std::set<std::string> addresses, hosts;  // resolved outside the lock: the responder keeps serving
   for (const ResolvedPeer& peer : Resolve(members)) {
-    if (peer.address) addresses.insert(peer.address->ToString());
+    if (!peer.address) continue;
+    addresses.insert(peer.address->ToString());
+    SocketAddress host = *peer.address;
+    host.set_port(0);
+    hosts.insert(host.ToString());
   }
   std::lock_guard lock(plan_peers_->mutex);
   plan_peers_->members = members;
   plan_peers_->addresses = std::move(addresses);
+  plan_peers_->hosts = std::move(hosts);
 }
 
 void ResponderHost::SetError(std::string error) {

@@ -77,6 +77,11 @@ class ResponderHost final : private ResponderObserver {
     std::mutex mutex;
     std::vector<PeerSpec> members;  // what `addresses` were resolved from
     std::set<std::string> addresses;
+    // The members' addresses with port 0, and this responder's own ports: a
+    // plan may name a member on any of the fleet's ports (vnetperf's second
+    // and third, `hostperf net --ports`), not only on the one in its entry.
+    std::set<std::string> hosts;
+    std::vector<std::uint16_t> own_ports;
     bool Contains(const SocketAddress& address);
   };
   // The options to start a responder with `wanted`.

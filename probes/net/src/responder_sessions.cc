@@ -18,8 +18,8 @@ constexpr auto kSessionGrace = std::chrono::seconds(10);
 constexpr auto kPlanGoTimeout = std::chrono::seconds(10);
 // A started plan reports at the latest this long after its planned end
 // (sessions' connects and result exchanges included), whatever its peers do.
-// A sender's sessions end by then: a connect (2 s), the duration, the
-// results (2 s, plan.cc).
+// A sender's sessions end by then: a connect and hello (3 s), the
+// duration, the results (2 s, plan.cc).
 constexpr auto kPlanReportGrace = std::chrono::seconds(6);
 
 std::uint64_t LostPackets(const Session& session) {

@@ -524,15 +524,19 @@ TEST_F(NetPlanTest, AHostThatHoldsOneConnectionIsNamedAndTheOthersRun) {
   EXPECT_EQ(results[1].report.sessions_ok, 1);
 }
 
-TEST_F(NetPlanTest, APlanBeyondAHostsOwnLimitsLeavesThatHostOut) {
+TEST_F(NetPlanTest, APlanBeyondAHostsOwnLimitsLeavesThatHostOutAndTheOthersKeepTheirFanOut) {
   AddHost(16, [](ResponderOptions& options) { options.plan_max_rate = 1 << 20; });
-  AddHost();
-  AddHost();
+  for (int i = 0; i < 4; ++i) AddHost();
   const auto results = RunAllToAll(targets_, Options(ThroughputTest::kTcp, 8), secret_, Never);
   EXPECT_FALSE(results[0].ok);
   EXPECT_NE(results[0].error.find("denied"), std::string::npos) << results[0].error;
-  EXPECT_TRUE(results[1].ok) << results[1].error;
-  EXPECT_TRUE(results[2].ok) << results[2].error;
+  for (std::size_t i = 1; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok) << results[i].error;
+    EXPECT_EQ(results[i].report.sessions_ok, 3) << results[i].name;
+    // Its denials halved the fan-out down to one peer; without it the
+    // others went back to all three at once: one round.
+    EXPECT_EQ(results[i].rounds, 1u) << results[i].name;
+  }
 }
 
 TEST_F(NetPlanTest, OnlyTheActivePlanSessionsAreAcceptedAndAStrangerGetsNoBulkData) {

@@ -116,6 +116,11 @@ struct ConnectionTestResult {
   std::uint32_t tried = 0;       // min(maximum, peer_limit)
   std::uint32_t peer_limit = 0;  // the peer's net.max_connections; 0: unknown (no hello)
 };
+// Raises this process's open-file soft limit to its hard limit, so that a
+// connections test (or a peer sized for one) is not capped by the soft
+// default (often 1024). Returns the soft limit now in force.
+std::uint64_t RaiseOpenFileLimit();
+
 ConnectionTestResult ConnectionTest(const SocketAddress& peer, const Secret& secret, std::uint32_t maximum,
                                     std::chrono::nanoseconds timeout);
 
