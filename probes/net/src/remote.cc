@@ -1,5 +1,4 @@
 #include "hostperf/probes/net/remote.h"
-#include "hostperf/probes/net/responder.h"
 
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <regex>
 
 #include "hostperf/probes/net/orchestration.h"
+#include "hostperf/probes/net/responder.h"
 #include "remote_process.h"
 
 namespace hostperf::probes::net {
