@@ -8,7 +8,6 @@
 // connections run above the default of 64 connections per host.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "hostperf/probes/net/client.h"
 #include "hostperf/probes/net/orchestration.h"
 #include "process_harness.h"
 
@@ -47,17 +47,11 @@ constexpr int kConnectionsAsked = 120;
 constexpr int kFanOut = 16;
 constexpr int kRounds = (kHosts - 1 + kFanOut - 1) / kFanOut;
 
-std::string PeerProgram() { return (std::filesystem::path(HOSTPERF_CLI_BIN).parent_path() / "hostperf-peer").string(); }
-
 class NetScaleTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // 100 peers, each holding up to 150 connections, and the CLI's own.
-    rlimit files{};
-    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 4096 && files.rlim_max >= 4096) {
-      files.rlim_cur = 4096;
-      ::setrlimit(RLIMIT_NOFILE, &files);
-    }
+    probes::net::RaiseOpenFileLimit();
     dir_.Write("secret", kSecret);
     const std::string key = dir_.path() + "/orchestration.key";
     ASSERT_EQ(RunCommand("/usr/bin/openssl", {"genpkey", "-algorithm", "ed25519", "-out", key}, 20s).status, 0);

@@ -39,8 +39,6 @@ namespace net = hostperf::probes::net;
 
 constexpr int kHosts = 2;
 
-std::string PeerProgram() { return (fs::path(HOSTPERF_CLI_BIN).parent_path() / "hostperf-peer").string(); }
-
 // Every process's command line, as `ps` shows them to any user.
 std::vector<std::string> CommandLines() {
   std::vector<std::string> lines;

@@ -230,6 +230,8 @@ int EphemeralPortsStart() {
 
 }  // namespace
 
+std::string PeerProgram() { return (std::filesystem::path(HOSTPERF_CLI_BIN).parent_path() / "hostperf-peer").string(); }
+
 std::uint16_t FreeLoopbackPort() {
   // Chosen below the ephemeral range: between this check and the daemon's
   // bind, another test's outgoing connection cannot take the port, as it can

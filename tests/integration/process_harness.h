@@ -67,6 +67,9 @@ std::optional<HttpReply> HttpRequest(int port, const std::string& method, const 
                                      const std::map<std::string, std::string>& headers = {},
                                      const std::string& body = "");
 
+// The hostperf-peer built beside the CLI (the program `hostperf net` copies to bare hosts).
+std::string PeerProgram();
+
 // A port free for both TCP and UDP on 127.0.0.1 right now (0 if none found).
 std::uint16_t FreeLoopbackPort();
 
