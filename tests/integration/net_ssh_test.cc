@@ -27,6 +27,7 @@
 #include "hostperf/probes/net/client.h"
 #include "netns_harness.h"
 #include "process_harness.h"
+#include "ssh_harness.h"
 
 namespace hostperf::testing {
 namespace {
@@ -67,69 +68,24 @@ std::vector<std::string> Entries(const std::string& dir) {
 class NetSshTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root for ip netns and sshd";
-    if (Find("ip").empty() || Find("sshd").empty() || Find("ssh-keygen").empty() || Find("ssh").empty()) {
-      GTEST_SKIP() << "needs iproute2 and OpenSSH (openssh-server, openssh-client)";
+    if (const std::string why = SshHosts::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    hosts_ = std::make_unique<SshHosts>(kHosts, dir_);
+    if (!hosts_->ok()) {
+      if (!hosts_->mesh().ok()) GTEST_SKIP() << hosts_->error();
+      FAIL() << hosts_->error();
     }
-    mesh_ = std::make_unique<Mesh>(kHosts);
-    if (!mesh_->ok()) GTEST_SKIP() << "cannot set up network namespaces on a bridge here: " << mesh_->error();
-    fs::create_directories("/run/sshd");  // sshd's privilege separation directory
-    const std::string keygen = Find("ssh-keygen");
-    ASSERT_EQ(RunCommand(keygen, {"-q", "-t", "ed25519", "-N", "", "-f", dir_.path() + "/host_key"}, 30s).status, 0);
-    ASSERT_EQ(RunCommand(keygen, {"-q", "-t", "ed25519", "-N", "", "-f", dir_.path() + "/client_key"}, 30s).status, 0);
-    std::ifstream pub(dir_.path() + "/client_key.pub");
-    const std::string key((std::istreambuf_iterator<char>(pub)), std::istreambuf_iterator<char>());
-    dir_.Write("authorized_keys", key);
-    ssh_port_ = FreeLoopbackPort();
+    mesh_ = &hosts_->mesh();
+    ssh_port_ = hosts_->port();
     peer_port_ = FreeLoopbackPort();
-    for (int i = 0; i < kHosts; ++i) {
-      const std::string config =
-          dir_.Write("sshd" + std::to_string(i) + ".conf",
-                     "Port " + std::to_string(ssh_port_) + "\nListenAddress " + mesh_->Address(i) + "\nHostKey " +
-                         dir_.path() + "/host_key\nAuthorizedKeysFile " + dir_.path() +
-                         "/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile " +
-                         dir_.path() + "/sshd" + std::to_string(i) + ".pid\nSubsystem sftp internal-sftp\n");
-      sshd_.push_back(std::make_unique<ChildProcess>(
-          Find("ip"),
-          std::vector<std::string>{"netns", "exec", mesh_->Namespace(i), Find("sshd"), "-D", "-e", "-f", config}));
-    }
-    // Each sshd answers before the test goes on.
-    for (int i = 0; i < kHosts; ++i) {
-      bool up = false;
-      for (int attempt = 0; attempt < 100 && !up; ++attempt) {
-        up = RunCommand(Find("ssh"), SshArgs(i, "true"), 10s).status == 0;
-        if (!up) std::this_thread::sleep_for(100ms);
-      }
-      ASSERT_TRUE(up) << "sshd in " << mesh_->Namespace(i) << " does not answer: " << sshd_[i]->Stderr();
-    }
     fs::create_directories(tmp_dir());
     fs::create_directories(log_dir());
     cli_config_ = dir_.Write("cli.toml", "[probes.net]\nenabled = false\n");
   }
-  void TearDown() override {
-    sshd_.clear();
-    mesh_.reset();
-  }
+  void TearDown() override { hosts_.reset(); }
 
-  std::string CommonOptions() const {
-    return "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR";
-  }
+  std::string CommonOptions() const { return SshHosts::CommonOptions(); }
   std::vector<std::string> SshArgs(int host, const std::string& command) const {
-    return {"-p",
-            std::to_string(ssh_port_),
-            "-i",
-            dir_.path() + "/client_key",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "StrictHostKeyChecking=no",
-            "-o",
-            "UserKnownHostsFile=/dev/null",
-            "-o",
-            "LogLevel=ERROR",
-            "root@" + mesh_->Address(host),
-            command};
+    return hosts_->SshArgs(host, command);
   }
   // The results file of a latency and tcp-throughput run: both hosts in
   // the latency table, every throughput row ok. The parsed JSON.
@@ -168,8 +124,8 @@ class NetSshTest : public ::testing::Test {
   std::string Target(int host) const { return mesh_->Address(host) + ":" + std::to_string(peer_port_); }
 
   TempDir dir_;
-  std::unique_ptr<Mesh> mesh_;
-  std::vector<std::unique_ptr<ChildProcess>> sshd_;
+  std::unique_ptr<SshHosts> hosts_;
+  Mesh* mesh_ = nullptr;
   std::uint16_t ssh_port_ = 0;
   std::uint16_t peer_port_ = 0;
   std::string cli_config_;
@@ -350,7 +306,7 @@ TEST_F(NetSshTest, AKilledRunLeavesNoLocalLogBehind) {
 }
 
 TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {
-  sshd_[1].reset();  // host 1's sshd stops: that host cannot be reached
+  hosts_->StopSshd(1);  // host 1's sshd stops: that host cannot be reached
   const auto run = RunCommand(HOSTPERF_CLI_BIN, NetArgs({"--duration", "0.3", "latency"}), 120s);
   EXPECT_EQ(run.status, 1) << run.out << run.err;
   EXPECT_THAT(run.out, HasSubstr("Host root@" + mesh_->Address(1) + " is not usable"));

@@ -20,6 +20,7 @@
 #include "hostperf/config/units.h"
 #include "hostperf/probes/disk/results.h"
 #include "hostperf/probes/memory/results.h"
+#include "hostperf/probes/net/remote.h"
 #include "hostperf/probes/net/results.h"
 
 namespace hostperf::cluster {
@@ -397,6 +398,21 @@ Result<void> ApplyCheckFlag(const FlagValue& flag, CheckOptions* options, std::s
   } else if (flag.Is("basic-auth-password-file")) {
     if (value.empty()) return R::Error(flag.spelled + " needs a file");
     options->basic_auth_password_file = value;
+  } else if (flag.Is("ssh")) {
+    options->ssh = true;
+  } else if (flag.Is("ssh-options") || flag.Is("scp-options")) {
+    auto words = probes::net::SplitOptions(value);
+    if (!words) return R::Error(flag.spelled + ": " + words.error());
+    auto& list = flag.Is("ssh-options") ? options->ssh_options : options->scp_options;
+    list.insert(list.end(), words->begin(), words->end());
+    options->ssh = true;
+  } else if (flag.Is("identity-file") || flag.Is("tmp-dir")) {
+    if (value.empty()) return R::Error(flag.spelled + " needs a path");
+    if (flag.Is("tmp-dir") && !value.starts_with("/")) {
+      return R::Error(flag.spelled + ": \"" + value + "\" is not an absolute path");
+    }
+    (flag.Is("identity-file") ? options->identity_file : options->tmp_dir) = value;
+    options->ssh = true;
   } else if (flag.Is("f")) {
     auto hosts = ReadHostFile(value);
     if (!hosts) return R::Error(hosts.error());
@@ -438,6 +454,15 @@ Result<void> ValidateCheckOptions(const CheckOptions& options) {
   if (options.tests.disk && options.directories.empty() && !options.help) {
     return R::Error("the disk test (-r d) needs at least one -d DIR");
   }
+  if (options.ssh &&
+      (options.tls || options.insecure_http || !options.token_file.empty() || !options.basic_auth_user.empty())) {
+    return R::Error(
+        "--ssh (or an SSH option) and the run API's options (--tls, --insecure-http, --token-file, "
+        "--ca-file, --cert-file, --basic-auth-user) exclude each other");
+  }
+  if (options.ssh && options.hosts.empty() && !options.help) {
+    return R::Error("--ssh needs the hosts: -h HOST or -f HOSTFILE");
+  }
   if (options.tls && options.insecure_http) {
     return R::Error("--insecure-http and --tls (or --ca-file, --cert-file) exclude each other");
   }
@@ -478,6 +503,11 @@ Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args) {
       Valued("key-file"),
       Valued("basic-auth-user"),
       Valued("basic-auth-password-file"),
+      Switch("ssh"),
+      Valued("identity-file"),
+      Valued("ssh-options"),
+      Valued("scp-options"),
+      Valued("tmp-dir"),
   };
   auto parsed_flags = ParseFlags(args, {kFlags});
   if (!parsed_flags) return parsed_flags.failure();
@@ -643,9 +673,16 @@ std::string Ending(const ProbeOutcome& outcome) {
 // the hosts' threads report notes and steps through it.
 class CheckRunner {
  public:
-  CheckRunner(const CheckOptions& options, const HostRunner& run_on, const CheckProgress& progress,
-              const std::vector<std::string>& hosts, const std::vector<HostSpec>& specs, CheckRun& run)
-      : options_(options), run_on_(run_on), progress_(progress), hosts_(hosts), specs_(specs), run_(run) {}
+  CheckRunner(const CheckOptions& options, const HostRunner& run_on, const RoundRunner& measure_round,
+              const CheckProgress& progress, const std::vector<std::string>& hosts, const std::vector<HostSpec>& specs,
+              CheckRun& run)
+      : options_(options),
+        run_on_(run_on),
+        measure_round_(measure_round),
+        progress_(progress),
+        hosts_(hosts),
+        specs_(specs),
+        run_(run) {}
 
   // The disk and stream tests; each host's figures land in check["hosts"].
   void RunHostTests() {
@@ -729,40 +766,58 @@ class CheckRunner {
     }
   }
 
-  // A round's links at once: each link's sender runs the net probe at its receiver.
-  std::vector<ProbeOutcome> RunLinks(const NetworkRound& round) {
-    return RunConcurrently(round.size(), [&](std::size_t i) {
-      const auto [from, to] = round[i];
-      if (options_.verbose) Note(fmt::format("[Info] netperf {} -> {}", hosts_[from], hosts_[to]));
-      // Full speed (the net probe's largest rate cap), as netperf runs.
-      const json net_options = {{"hosts", {NetTarget(specs_[to], options_.net_port)}},
-                                {"tests", {"tcp-throughput"}},
-                                {"datarate", kNetFullSpeedMBps},
-                                {"duration", options_.net_seconds}};
-      const auto start = std::chrono::steady_clock::now();
-      ProbeOutcome outcome = run_on_(hosts_[from], "net", net_options);
-      if (options_.verbose) {
-        Note(fmt::format("[Info] netperf {} -> {} {} in {:.1f} s", hosts_[from], hosts_[to], Ending(outcome),
-                         SecondsSince(start)));
-      }
-      return outcome;
-    });
+  // A round's links at once.
+  std::vector<LinkMeasurement> RunLinks(const NetworkRound& round) {
+    if (options_.verbose) {
+      for (const auto& [from, to] : round) Note(fmt::format("[Info] netperf {} -> {}", hosts_[from], hosts_[to]));
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const auto ended = [&](std::size_t i, const LinkMeasurement& measured) {
+      if (!options_.verbose) return;
+      Note(fmt::format("[Info] netperf {} -> {} {} in {:.1f} s", hosts_[round[i].first], hosts_[round[i].second],
+                       measured.bytes_per_second ? "done" : "failed", SecondsSince(start)));
+    };
+    if (!measure_round_) {
+      return RunConcurrently(round.size(), [&](std::size_t i) {
+        LinkMeasurement measured = ThroughNetProbe(round[i].first, round[i].second);
+        ended(i, measured);
+        return measured;
+      });
+    }
+    NetworkLinks links;
+    for (const auto& [from, to] : round) links.emplace_back(hosts_[from], hosts_[to]);
+    std::vector<LinkMeasurement> measured = measure_round_(links, options_.net_seconds);
+    measured.resize(round.size(), LinkMeasurement{std::nullopt, "not measured"});
+    for (std::size_t i = 0; i < round.size(); ++i) ended(i, measured[i]);
+    return measured;
+  }
+
+  // The link's sender runs the net probe at its receiver's responder.
+  LinkMeasurement ThroughNetProbe(std::size_t from, std::size_t to) {
+    // Full speed (the net probe's largest rate cap), as netperf runs.
+    const json net_options = {{"hosts", {NetTarget(specs_[to], options_.net_port)}},
+                              {"tests", {"tcp-throughput"}},
+                              {"datarate", kNetFullSpeedMBps},
+                              {"duration", options_.net_seconds}};
+    const ProbeOutcome outcome = run_on_(hosts_[from], "net", net_options);
+    LinkMeasurement measured;
+    if (outcome.status == ProbeOutcome::Status::kSuccess) {
+      measured.bytes_per_second =
+          LinkRateFromNetResult(outcome.result, NetTarget(specs_[to], options_.net_port), &measured.error);
+    } else {
+      measured.error = outcome.reason + ": " + outcome.message;
+    }
+    return measured;
   }
 
   // Each link's rate into `links`, or its error into the run's errors.
-  void RecordLinks(const NetworkRound& round, const std::vector<ProbeOutcome>& outcomes, json& links) {
+  void RecordLinks(const NetworkRound& round, const std::vector<LinkMeasurement>& measured, json& links) {
     for (std::size_t i = 0; i < round.size(); ++i) {
       const auto [from, to] = round[i];
-      const ProbeOutcome& outcome = outcomes[i];
-      std::string why;
-      std::optional<double> rate;
-      if (outcome.status == ProbeOutcome::Status::kSuccess) {
-        rate = LinkRateFromNetResult(outcome.result, NetTarget(specs_[to], options_.net_port), &why);
-      } else {
-        why = outcome.reason + ": " + outcome.message;
-      }
+      const std::optional<double>& rate = measured[i].bytes_per_second;
       if (!rate) {
-        run_.errors.push_back(fmt::format("network test {} -> {} failed: {}", hosts_[from], hosts_[to], why));
+        run_.errors.push_back(
+            fmt::format("network test {} -> {} failed: {}", hosts_[from], hosts_[to], measured[i].error));
         continue;
       }
       if (const auto invalid = InvalidRate(*rate)) {
@@ -776,6 +831,7 @@ class CheckRunner {
 
   const CheckOptions& options_;
   const HostRunner& run_on_;
+  const RoundRunner& measure_round_;
   const CheckProgress& progress_;
   const std::vector<std::string>& hosts_;
   const std::vector<HostSpec>& specs_;
@@ -784,7 +840,7 @@ class CheckRunner {
 };
 
 CheckRun RunCheckUnescaped(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
-                           const CheckProgress& progress) {
+                           const CheckProgress& progress, const RoundRunner& measure_round) {
   CheckRun run;
   const std::vector<std::string> hosts = options.hosts.empty() ? std::vector<std::string>{local_name} : options.hosts;
   std::vector<HostSpec> specs;
@@ -797,7 +853,7 @@ CheckRun RunCheckUnescaped(const CheckOptions& options, const HostRunner& run_on
     specs.push_back(*spec);
   }
   run.ran = true;
-  CheckRunner runner(options, run_on, progress, hosts, specs, run);
+  CheckRunner runner(options, run_on, measure_round, progress, hosts, specs, run);
   runner.RunHostTests();
   runner.RunNetworkTest();
   return run;
@@ -806,8 +862,8 @@ CheckRun RunCheckUnescaped(const CheckOptions& options, const HostRunner& run_on
 }  // namespace
 
 CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
-                  const CheckProgress& progress) {
-  CheckRun run = RunCheckUnescaped(options, run_on, local_name, progress);
+                  const CheckProgress& progress, const RoundRunner& measure_round) {
+  CheckRun run = RunCheckUnescaped(options, run_on, local_name, progress, measure_round);
   // Errors carry the hosts' reasons and messages: escaped once, here.
   for (std::string& error : run.errors) error = TerminalSafe(error);
   return run;

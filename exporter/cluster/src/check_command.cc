@@ -13,6 +13,7 @@
 #include "hostperf/base/files.h"
 #include "hostperf/base/http_client.h"
 #include "hostperf/cluster/check.h"
+#include "hostperf/cluster/check_ssh.h"
 #include "hostperf/cluster/run_client.h"
 #include "hostperf/probes/probe.h"
 #include "hostperf/runs/api_token.h"
@@ -26,6 +27,7 @@ std::string Label() { return probes::CommandLabel(kCheckCommandName); }
 constexpr std::string_view kSummary = R"(  check [-d DIR]... [-h HOST]... [-f HOSTFILE] [-r dsNnM] [-D] [-v] [--json]
                       gpcheckperf: disk, stream and network tests on every
                       host, and the RESULT block (hostperf check --help)
+  check-agent PROBE   what `check --ssh` runs on each host (--help)
 )";
 
 constexpr const char* kUsage = R"(usage: hostperf check [-d DIR]... [-h HOST[:PORT]]... [-f HOSTFILE] [-r dsNnM]
@@ -35,10 +37,17 @@ constexpr const char* kUsage = R"(usage: hostperf check [-d DIR]... [-h HOST[:PO
                       [--cert-file FILE --key-file FILE]
                       [--basic-auth-user USER --basic-auth-password-file FILE]
                       [--insecure-http] [--json]
+       hostperf check --ssh [--identity-file FILE] [--ssh-options "..."]
+                      [--scp-options "..."] [--tmp-dir DIR] -h HOST... [tests]
 
 gpcheckperf: runs the selected tests on every host at once and prints the
 RESULT block. This host runs its tests in-process; other hosts run them
-through their hostperf_exporter's run API. The disk test is gpcheckperf's:
+through their hostperf_exporter's run API, or with --ssh (gpcheckperf's way,
+and the default when no run API token is configured) on hosts with nothing
+installed: hostperf-peer and this program with the libraries it loads are
+copied to a new directory on each host over SCP, the tests run there over
+SSH with your keys, and the copies are removed when the check ends. The
+disk test is gpcheckperf's:
 one sequential writer per -d directory, all at once, then one reader per
 directory, all at once; a host's bandwidth is its total bytes over the
 pass's wall time (vioperf's tests are hostperf io's).
@@ -80,6 +89,13 @@ Other hosts' --web.config.file (docs/security.md); other hosts need one of
                     basic auth (basic_auth_users); the password is the
                     file's first line. The token then goes in
                     X-Hostperf-Token
+Hosts with nothing installed, over SSH (-h HOST is then [user@]host):
+  --ssh             copy the tests to each host, run them there, remove them
+  --identity-file FILE
+                    ssh -i and scp -i
+  --ssh-options "..." , --scp-options "..."
+                    more options for ssh and scp (before ours: they win)
+  --tmp-dir DIR     where each host's copy goes (default /tmp)
   --help            this help
 On a terminal, stderr shows what runs now and for how long.
 )";
@@ -153,6 +169,56 @@ int ReportCheckRun(const CheckRun& run, const CheckOptions& options) {
   return run.errors.empty() ? 0 : 1;
 }
 
+// Notes on stdout (stderr with --json, where stdout holds the document
+// alone), steps on the terminal's line.
+CheckProgress MakeProgress(const CheckOptions& options, StepLine* line) {
+  CheckProgress progress;
+  FILE* notes = options.json ? stderr : stdout;
+  progress.on_note = [line, notes](const std::string& note) {
+    if (line) line->Clear();
+    std::fprintf(notes, "%s\n", note.c_str());
+    std::fflush(notes);
+  };
+  progress.on_step = [line](const std::string& step) {
+    if (line) line->Set(step);
+  };
+  return progress;
+}
+
+// --ssh: the tests copied to every host and run there (check_ssh.h).
+// `by_default`: chosen because no run API is configured, which the error
+// says when no host could be reached.
+int CheckOverSsh(const CheckOptions& options, const CheckCommandContext& context, bool by_default) {
+  const auto cancelled = [&context] { return context.cancel != nullptr && context.cancel->load(); };
+  auto hosts = StartSshCheckHosts(options, cancelled, [](const std::string& step) {
+    std::fprintf(stderr, "%s: %s\n", Label().c_str(), TerminalSafe(step).c_str());
+  });
+  if (!hosts) {
+    std::fprintf(stderr, "%s: %s\n", Label().c_str(), hosts.error().c_str());
+    return 1;
+  }
+  for (const std::string& unusable : (*hosts)->unusable()) {
+    std::printf("%s\n", TerminalSafe(unusable).c_str());
+  }
+  std::fflush(stdout);
+  if ((*hosts)->unusable().size() == options.hosts.size()) {
+    std::fprintf(stderr,
+                 "%s: no_hosts: no host could be reached over SSH%s (--identity-file and --ssh-options choose the "
+                 "key and the port; hosts running hostperf_exporter take their tests through the run API with "
+                 "--token-file)\n",
+                 Label().c_str(), by_default ? ", which is used when no run API token is configured" : "");
+    return 1;
+  }
+  if (cancelled()) return 130;
+  CheckRun run;
+  {
+    std::unique_ptr<StepLine> line = context.step_line ? context.step_line() : nullptr;
+    run = RunCheck(options, (*hosts)->host_runner(), "", MakeProgress(options, line.get()), (*hosts)->round_runner());
+  }
+  hosts->reset();  // every copy removed before the report
+  return ReportCheckRun(run, options);
+}
+
 }  // namespace
 
 std::string_view CheckCommandSummary() { return kSummary; }
@@ -171,6 +237,14 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
     const auto spec = ParseHostSpec(host, parsed->api_port);
     return !spec || !IsLocalHost(spec->address, local);
   });
+  // No run API to reach them with: gpcheckperf's way, over SSH.
+  const bool run_api_configured = !parsed->token_file.empty() || !context.config->api.token_file.empty() ||
+                                  parsed->tls || parsed->insecure_http || !parsed->basic_auth_user.empty();
+  if (parsed->ssh || (any_remote && !run_api_configured)) {
+    CheckOptions over_ssh = *parsed;
+    over_ssh.ssh = true;
+    return CheckOverSsh(over_ssh, context, !parsed->ssh);
+  }
   cluster::RemoteRunOptions remote;
   remote.cancel = context.cancel;
   std::unique_ptr<HttpClient> client;
@@ -190,17 +264,7 @@ int CheckCommand(const std::vector<std::string>& args, const CheckCommandContext
     return cluster::RunOnRemote(spec->address, spec->api_port, probe, options, remote);
   };
   std::unique_ptr<StepLine> line = context.step_line ? context.step_line() : nullptr;
-  CheckProgress progress;
-  progress.on_note = [&](const std::string& note) {
-    if (line) line->Clear();
-    // With --json, stdout holds the document alone.
-    std::fprintf(parsed->json ? stderr : stdout, "%s\n", note.c_str());
-    std::fflush(parsed->json ? stderr : stdout);
-  };
-  progress.on_step = [&](const std::string& step) {
-    if (line) line->Set(step);
-  };
-  const auto run = RunCheck(*parsed, run_on, local, progress);
+  const auto run = RunCheck(*parsed, run_on, local, MakeProgress(*parsed, line.get()));
   line.reset();
   return ReportCheckRun(run, *parsed);
 }

@@ -65,12 +65,6 @@ std::string ErrorText(const HttpReply& reply) {
   return text;
 }
 
-ProbeOutcome::Status StatusFromName(const std::string& name) {
-  if (name == "success") return ProbeOutcome::Status::kSuccess;
-  if (name == "skipped") return ProbeOutcome::Status::kSkipped;
-  return ProbeOutcome::Status::kFailure;
-}
-
 // Posts the one-probe run. Fills *id and returns nothing when the peer
 // accepted it, else the outcome that says why it did not.
 std::optional<ProbeOutcome> SubmitRun(const RunApi& api, const std::string& where, std::string_view probe,
@@ -116,7 +110,7 @@ ProbeOutcome OutcomeOfEndedRun(const json& run, const std::string& state, std::s
                                                      std::string(probe) + " outcome");
   }
   ProbeOutcome out;
-  out.status = StatusFromName(outcome.value("status", std::string()));
+  out.status = probes::ParseOutcomeStatus(outcome.value("status", std::string()));
   out.reason = outcome.value("reason", std::string());
   out.message = outcome.value("message", std::string());
   out.result = std::move(result);

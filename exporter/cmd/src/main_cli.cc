@@ -21,6 +21,7 @@
 
 #include "hostperf/base/flags.h"
 #include "hostperf/cluster/check_command.h"
+#include "hostperf/cluster/check_ssh.h"
 #include "hostperf/cmd/logging.h"
 #include "hostperf/config/config.h"
 #include "hostperf/probes/build_info.h"
@@ -185,8 +186,10 @@ int ProbeCommand(const hostperf::probes::ProbeModule& module, const std::vector<
   return module.command.run(args, context);
 }
 
-// `hostperf check`, with the CLI's full-run path and step line lent to it.
-int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hostperf::config::Config> config) {
+// `hostperf check` (and `check-agent`, which it runs on other hosts), with
+// the CLI's full-run path and step line lent to it.
+int CheckCommand(const std::string& command, const std::vector<std::string>& args,
+                 std::shared_ptr<const hostperf::config::Config> config) {
   // The ticker as the check's step line.
   class TickerLine final : public hostperf::cluster::StepLine {
    public:
@@ -202,11 +205,10 @@ int CheckCommand(const std::vector<std::string>& args, std::shared_ptr<const hos
                                std::shared_ptr<const hostperf::probes::ProbeOptions> options) {
     return RunFull(module, *config, std::move(options));
   };
-  context.usage_error = [](const std::string& message) {
-    return UsageError(std::string(hostperf::cluster::kCheckCommandName), message);
-  };
+  context.usage_error = [command](const std::string& message) { return UsageError(command, message); };
   context.cancel = &g_cancel;
   context.step_line = [] { return std::make_unique<TickerLine>(); };
+  if (command == hostperf::cluster::kCheckAgentCommandName) return hostperf::cluster::CheckAgentCommand(args, context);
   return hostperf::cluster::CheckCommand(args, context);
 }
 
@@ -280,7 +282,9 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
 
-  if (command == hostperf::cluster::kCheckCommandName) return CheckCommand(rest, config);
+  if (command == hostperf::cluster::kCheckCommandName || command == hostperf::cluster::kCheckAgentCommandName) {
+    return CheckCommand(command, rest, config);
+  }
   for (const probes::ProbeModule* module : probes::AllProbes()) {
     if (module->command.run != nullptr && module->command.name == command) return ProbeCommand(*module, rest, *config);
   }

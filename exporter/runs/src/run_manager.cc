@@ -28,18 +28,6 @@ bool IsFinal(std::string_view state) {
   return std::find(std::begin(kFinalStates), std::end(kFinalStates), state) != std::end(kFinalStates);
 }
 
-std::string_view StatusName(Status status) {
-  switch (status) {
-    case Status::kSuccess:
-      return "success";
-    case Status::kFailure:
-      return "failure";
-    case Status::kSkipped:
-      break;
-  }
-  return "skipped";
-}
-
 double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
 // "20261202-113501" (UTC).
@@ -657,7 +645,7 @@ void RunManager::RecordOutcome(Execution& execution, std::size_t index, const pr
   const std::string& id = execution.id;
   const std::string& name = execution.probes[index];
   if (outcome.status != Status::kSuccess) {
-    spdlog::warn("full run {}: {} {} ({}): {}", id, name, StatusName(outcome.status), StoredText(outcome.reason),
+    spdlog::warn("full run {}: {} {} ({}): {}", id, name, probes::ToString(outcome.status), StoredText(outcome.reason),
                  StoredText(outcome.message));
     if (!execution.failure) execution.failure = StoredText(name + ": " + outcome.reason);
   }
@@ -666,7 +654,7 @@ void RunManager::RecordOutcome(Execution& execution, std::size_t index, const pr
     json* run = FindLocked(id);
     if (run == nullptr) return;
     (*run)["results"][name] = StoredResult(outcome.result);
-    (*run)["outcomes"][name] = {{"status", StatusName(outcome.status)},
+    (*run)["outcomes"][name] = {{"status", probes::ToString(outcome.status)},
                                 {"reason", StoredText(outcome.reason)},
                                 {"message", StoredText(outcome.message)},
                                 {"duration_seconds", took},

@@ -34,6 +34,24 @@ ProbeOutcome ProbeOutcome::Skipped(std::string reason, std::string message) {
   return outcome;
 }
 
+std::string_view ToString(ProbeOutcome::Status status) {
+  switch (status) {
+    case ProbeOutcome::Status::kSuccess:
+      return "success";
+    case ProbeOutcome::Status::kFailure:
+      return "failure";
+    case ProbeOutcome::Status::kSkipped:
+      break;
+  }
+  return "skipped";
+}
+
+ProbeOutcome::Status ParseOutcomeStatus(std::string_view name) {
+  if (name == "success") return ProbeOutcome::Status::kSuccess;
+  if (name == "skipped") return ProbeOutcome::Status::kSkipped;
+  return ProbeOutcome::Status::kFailure;
+}
+
 template <typename Context>
 ProbeOutcome Probe::Guarded(const Context& context, ProbeOutcome (Probe::*measure)(const Context&)) {
   std::unique_lock lock(run_mutex_, std::try_to_lock);

@@ -119,6 +119,17 @@ struct Member {
   AllToAllHostResult result;
 };
 
+// A plan of `options` without its id and peers.
+Plan BasePlan(const AllToAllOptions& options) {
+  Plan plan;
+  plan.test = options.test;
+  plan.duration_ms = static_cast<std::uint32_t>(
+      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options.duration).count()));
+  plan.rate_bytes_per_second = options.rate_bytes_per_second;
+  plan.datagram_size = static_cast<std::uint32_t>(options.datagram_size);
+  return plan;
+}
+
 // Why a host did not take a round's plan.
 struct Refusal {
   Member* member = nullptr;
@@ -263,16 +274,6 @@ class AllToAllRun {
     return fan_out;
   }
 
-  Plan BasePlan() const {
-    Plan plan;
-    plan.test = options_.test;
-    plan.duration_ms = static_cast<std::uint32_t>(
-        std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(options_.duration).count()));
-    plan.rate_bytes_per_second = options_.rate_bytes_per_second;
-    plan.datagram_size = static_cast<std::uint32_t>(options_.datagram_size);
-    return plan;
-  }
-
   // The schedule (AllToAllSchedule) on the ring of the hosts still in the
   // run. A host that refuses a round or fails in it leaves the ring and the
   // rest go on from the same offset: the per-host totals stay balanced
@@ -297,7 +298,7 @@ class AllToAllRun {
   // from offset `first`. True when all took it; otherwise the refusers are
   // left out (or, for denials, the fan-out halved) and the plan withdrawn.
   bool Agree(const std::vector<Member*>& live, std::size_t first, std::size_t peers) {
-    Plan plan = BasePlan();
+    Plan plan = BasePlan(options_);
     plan.id = RandomPlanId();
     plan.peer_count = static_cast<std::uint16_t>(peers);
     // The offers in parallel (as OpenAll): a slow host costs its own
@@ -497,6 +498,135 @@ std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, c
                                             const Secret& secret, const std::function<bool()>& should_stop,
                                             const std::function<void(const AllToAllHostResult&)>& on_host) {
   return AllToAllRun(hosts, options, secret, should_stop, on_host).Run();
+}
+
+std::vector<PlanLinkResult> RunPlanLinks(std::span<const PeerTarget> hosts,
+                                         std::span<const std::pair<std::size_t, std::size_t>> links,
+                                         const AllToAllOptions& options, const Secret& secret,
+                                         const std::function<bool()>& should_stop) {
+  std::vector<PlanLinkResult> results(links.size());
+  const auto fail_all = [&](const std::string& error) {
+    for (PlanLinkResult& result : results) result.error = error;
+    return results;
+  };
+  // The hosts taking part: each sends on one link and receives on one (a
+  // responder takes as many plan sessions as its plan has peers).
+  std::vector<std::size_t> sends(hosts.size()), receives(hosts.size());
+  for (const auto& [from, to] : links) {
+    if (from >= hosts.size() || to >= hosts.size() || from == to) return fail_all("not a link between two hosts");
+    ++sends[from];
+    ++receives[to];
+  }
+  std::vector<Member> members;
+  std::map<std::size_t, std::size_t> member_of;  // host -> index in members
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    if (sends[h] == 0 && receives[h] == 0) continue;
+    if (sends[h] != 1 || receives[h] != 1) {
+      return fail_all("each host of a planned round sends on one link and receives on one; " + hosts[h].name +
+                      " sends on " + std::to_string(sends[h]) + " and receives on " + std::to_string(receives[h]));
+    }
+    member_of[h] = members.size();
+    members.emplace_back();
+    members.back().target = &hosts[h];
+  }
+  Plan plan = BasePlan(options);
+  plan.id = RandomPlanId();
+  plan.peer_count = 1;
+  // Connect and offer in parallel (as RunAllToAll): each host its own peer.
+  std::vector<std::string> errors(members.size());
+  {
+    std::vector<std::thread> offers;
+    for (std::size_t l = 0; l < links.size(); ++l) {
+      offers.emplace_back([&, l] {
+        Member& member = members[member_of.at(links[l].first)];
+        const Secret& own = member.target->SecretOr(secret);
+        auto opened = OpenControl(member.target->address, own, Clock::now() + options.connect_timeout);
+        std::string& error = errors[member_of.at(links[l].first)];
+        if (!opened) {
+          error = opened.error();
+          return;
+        }
+        member.control = std::move(opened).value();
+        if (member.control.peer_revision < kPlanRevision) {
+          error = "runs an older hostperf (protocol revision " + std::to_string(member.control.peer_revision) +
+                  "): upgrade it to test throughput between hosts";
+          return;
+        }
+        const PlanPeer peer = ToPlanPeer(hosts[links[l].second].address);
+        bool denied = false;
+        error = OfferPlan(member, plan, {&peer, 1}, own, options.orchestration_key,
+                          Clock::now() + options.connect_timeout, &denied);
+      });
+    }
+    for (std::thread& offer : offers) offer.join();
+  }
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    // A host that did not take the plan leaves its peers nothing to measure:
+    // the others' plans are withdrawn as their connections close.
+    if (!errors[m].empty()) return fail_all(members[m].target->name + ": " + errors[m]);
+  }
+  if (should_stop()) return fail_all("stopped");
+  for (Member& member : members) {
+    Message go;
+    go.type = MessageType::kPlanGo;
+    go.session = RandomSessionId();
+    if (!SendMessage(member.control.fd.get(), go, member.target->SecretOr(secret),
+                     Clock::now() + options.connect_timeout, member.control.NextSent())) {
+      return fail_all(member.target->name + ": lost the connection before the test started");
+    }
+  }
+  // Each host's report, as RunAllToAll's CollectReports.
+  std::vector<std::optional<PlanReport>> reports(members.size());
+  std::vector<std::string> lost(members.size());
+  const auto deadline = Clock::now() + options.connect_timeout + options.duration + options.report_grace;
+  std::size_t waiting = members.size();
+  while (waiting > 0) {
+    if (should_stop()) return fail_all("stopped");
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> which;
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      if (reports[m] || !lost[m].empty()) continue;
+      fds.push_back({members[m].control.fd.get(), POLLIN, 0});
+      which.push_back(m);
+    }
+    const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(200));
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(wait).count())) <=
+        0) {
+      continue;
+    }
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Member& member = members[which[i]];
+      const auto message = ReceiveMessage(member.control.fd.get(), member.target->SecretOr(secret),
+                                          Clock::now() + options.connect_timeout, member.control.NextReceived());
+      if (message && message->type == MessageType::kPlanReport) {
+        reports[which[i]] = message->report;
+      } else {
+        lost[which[i]] = message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
+                                 : "lost the connection mid-test (the host or its hostperf stopped)";
+      }
+      --waiting;
+    }
+  }
+  for (std::size_t l = 0; l < links.size(); ++l) {
+    const std::size_t m = member_of.at(links[l].first);
+    PlanLinkResult& result = results[l];
+    if (!reports[m]) {
+      result.error = !lost[m].empty() ? lost[m] : "no report in time: the host stopped answering mid-test";
+      continue;
+    }
+    result.report = *reports[m];
+    if (result.report.sessions_ok == 0 || result.report.bytes_sent == 0 || result.report.sent_ns <= 0) {
+      result.error = "its session to " + hosts[links[l].second].name +
+                     " did not run (the receiver refused it or did "
+                     "not answer)";
+      continue;
+    }
+    result.ok = true;
+  }
+  return results;
 }
 
 }  // namespace hostperf::probes::net

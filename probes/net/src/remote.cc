@@ -59,10 +59,53 @@ class RemotePeersImpl final : public RemotePeers {
     if (!options_.installed) {
       MakeDirectories(step, cancelled);
       CopyPeerProgram(step, cancelled);
+      if (!options_.extra_files.empty()) CopyExtraFiles(step, cancelled);
     }
     Say("starting hostperf-peer on " + std::to_string(Ready()) + " hosts");
     SpawnPeers(peer_inputs);
     AwaitReady(step, cancelled);
+  }
+
+  RemoteCommandResult RunOnHost(std::size_t index, const std::string& command, const std::string& input,
+                                std::chrono::nanoseconds timeout, const std::function<bool()>& cancelled,
+                                std::size_t max_output) const override {
+    RemoteCommandResult result;
+    const RemoteHost& host = hosts_.at(index);
+    if (!host.error.empty()) {
+      result.error = host.error;
+      return result;
+    }
+    const std::string in_directory = host.directory.empty() ? "" : "cd " + Quote(host.directory) + " && ";
+    Child child;
+    child.SetOutputLimit(max_output);
+    if (!child.Spawn(Ssh(host.destination, in_directory + command))) {
+      result.error = "ssh: " + child.error();
+      return result;
+    }
+    if (!input.empty() && !child.Write(input)) result.error = "ssh: could not write the command's input";
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+    while (result.error.empty() && !child.Poll()) {
+      if (cancelled()) {
+        result.error = "cancelled";
+      } else if (Clock::now() >= deadline) {
+        result.error = "did not end within " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout).count()) + " s";
+      } else {
+        child.WaitReadable(std::chrono::milliseconds(200));
+        child.Drain();
+      }
+    }
+    if (!result.error.empty()) {
+      // Closing the session's input and then the session ends the command.
+      child.CloseInput();
+      child.Kill();
+      child.Reap(std::chrono::seconds(5));
+    }
+    child.Drain();
+    result.status = child.Poll();
+    result.out = child.out();
+    result.err = child.err();
+    return result;
   }
 
   void Stop() override {
@@ -154,6 +197,30 @@ class RemotePeersImpl final : public RemotePeers {
       commands.push_back(host.error.empty()
                              ? Scp(options_.peer_program, host.destination + ":" + host.directory + "/hostperf-peer")
                              : std::vector<std::string>{});
+    }
+    const auto copied = RunAll(commands, step, cancelled);
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+      if (hosts_[i].error.empty() && copied[i].status != 0) hosts_[i].error = Why(copied[i], "scp");
+    }
+  }
+  // The extra files, in one scp per host, into the copy's directory.
+  void CopyExtraFiles(Clock::duration step, const std::function<bool()>& cancelled) {
+    Say("copying " + std::to_string(options_.extra_files.size()) + " more files to " + std::to_string(Ready()) +
+        " hosts");
+    std::vector<std::vector<std::string>> commands;
+    for (const RemoteHost& host : hosts_) {
+      if (!host.error.empty()) {
+        commands.emplace_back();
+        continue;
+      }
+      std::vector<std::string> files = options_.extra_files;
+      files.push_back(host.destination + ":" + host.directory + "/");
+      std::vector<std::string> argv = Scp(files.front(), files.back());
+      // scp's operands: every source, then the directory.
+      argv.pop_back();
+      argv.pop_back();
+      argv.insert(argv.end(), files.begin(), files.end());
+      commands.push_back(std::move(argv));
     }
     const auto copied = RunAll(commands, step, cancelled);
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
@@ -297,6 +364,10 @@ Result<std::string> FindPeerProgram() {
   return Failure{"no_peer_program", "hostperf-peer not found beside " + self.string() +
                                         " nor in ../libexec/hostperf/ (set HOSTPERF_PEER to its path)"};
 }
+
+std::string ShellQuote(const std::string& word) { return Quote(word); }
+
+std::string LastLineOf(const std::string& text) { return LastLine(text); }
 
 Result<std::vector<std::string>> SplitOptions(const std::string& text) {
   std::vector<std::string> words;

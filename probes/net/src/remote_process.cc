@@ -96,7 +96,7 @@ void Child::Drain() {
     while (*fd >= 0) {
       const ssize_t n = ::read(*fd, buffer, sizeof(buffer));
       if (n > 0) {
-        if (text->size() < 65536) text->append(buffer, static_cast<std::size_t>(n));
+        if (text->size() < max_output_) text->append(buffer, static_cast<std::size_t>(n));
         continue;
       }
       if (n == 0) {

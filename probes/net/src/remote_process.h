@@ -46,6 +46,8 @@ class Child {
   // SIGTERM to its process group, unless it ended.
   void Kill();
   void WaitReadable(std::chrono::milliseconds timeout);
+  // The most of stdout and of stderr kept (64 KiB unless set before Spawn).
+  void SetOutputLimit(std::size_t bytes) { max_output_ = bytes; }
   const std::string& out() const { return out_text_; }
   const std::string& err() const { return err_text_; }
   const std::string& error() const { return error_; }
@@ -57,6 +59,7 @@ class Child {
   int in_ = -1, out_ = -1, err_ = -1;
   std::optional<int> status_;
   std::string out_text_, err_text_, error_;
+  std::size_t max_output_ = 65536;
 };
 
 // A peer's log at a predictable name (--collect-logs), opened to append:

@@ -446,6 +446,59 @@ TEST(RunCheckTest, EveryHostRunsDiskAndStreamAndPairsRunTheNetwork) {
   EXPECT_THAT(out, HasSubstr(" sum = 215.00 MB/sec\n"));
 }
 
+// --ssh: a round runner measures each round's links (pairs both ways), the
+// net probe is not run, and a link it could not measure is an error naming it.
+TEST(RunCheckTest, ARoundRunnerMeasuresEachRoundOfPairsInsteadOfTheNetProbe) {
+  FakeRunner fake;
+  const auto options = ParseCheckArgs({"-r", "M", "--ssh", "-h", "a", "-h", "b", "-h", "c", "--duration", "2s"});
+  ASSERT_TRUE(options.ok()) << options.error();
+  std::vector<NetworkLinks> rounds;
+  const RoundRunner measure = [&](const NetworkLinks& links, double seconds) {
+    EXPECT_EQ(seconds, 2.0);
+    rounds.push_back(links);
+    std::vector<LinkMeasurement> out;
+    for (const auto& [from, to] : links) {
+      if (from == "c" && to == "a") {
+        out.push_back({std::nullopt, "c's session did not run"});
+      } else {
+        out.push_back({1e8, ""});
+      }
+    }
+    return out;
+  };
+  const CheckRun run = RunCheck(*options, fake.runner(), "", {}, measure);
+  EXPECT_TRUE(fake.net_options.empty());
+  // Three hosts, full matrix: three rounds of one pair both ways.
+  ASSERT_EQ(rounds.size(), 3u);
+  std::set<std::pair<std::string, std::string>> all;
+  for (const NetworkLinks& round : rounds) {
+    ASSERT_EQ(round.size(), 2u);
+    EXPECT_EQ(round[0].first, round[1].second);
+    EXPECT_EQ(round[0].second, round[1].first);
+    all.insert(round.begin(), round.end());
+  }
+  EXPECT_EQ(all.size(), 6u);
+  ASSERT_EQ(run.errors.size(), 1u);
+  EXPECT_THAT(run.errors[0], HasSubstr("network test c -> a failed: c's session did not run"));
+  EXPECT_EQ(run.check["network"]["links"].size(), 5u);
+}
+
+TEST(ParseCheckArgsTest, SshOptions) {
+  auto parsed = ParseCheckArgs({"-r", "s", "-h", "root@sdw1", "--identity-file", "/k", "--ssh-options",
+                                "-p 2222 -o 'User=a b'", "--scp-options=-P 2222", "--tmp-dir", "/var/tmp"});
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_TRUE(parsed->ssh);  // implied by the SSH options
+  EXPECT_EQ(parsed->identity_file, "/k");
+  EXPECT_EQ(parsed->ssh_options, (std::vector<std::string>{"-p", "2222", "-o", "User=a b"}));
+  EXPECT_EQ(parsed->scp_options, (std::vector<std::string>{"-P", "2222"}));
+  EXPECT_EQ(parsed->tmp_dir, "/var/tmp");
+  EXPECT_FALSE(ParseCheckArgs({"-r", "s", "-h", "a"})->ssh);
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "--ssh"}).error(), HasSubstr("--ssh needs the hosts"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "-h", "a", "--ssh", "--tls"}).error(), HasSubstr("exclude each other"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "-h", "a", "--tmp-dir", "tmp"}).error(), HasSubstr("not an absolute path"));
+  EXPECT_THAT(ParseCheckArgs({"-r", "s", "-h", "a", "--ssh-options", "-o 'x"}).error(), HasSubstr("unbalanced"));
+}
+
 TEST(RunCheckTest, AnUnreachableHostIsAnErrorAndTheOthersStillReport) {
   FakeRunner fake;
   fake.failing_hosts = {"sdw15"};

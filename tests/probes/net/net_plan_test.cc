@@ -427,6 +427,50 @@ TEST_F(NetPlanTest, AHostThatDiesMidTestIsReportedAndTheRunEndsInBoundedTime) {
   }
 }
 
+// gpcheckperf's pairs on bare hosts (hostperf check --ssh): a pair both ways
+// under one plan, each link's figure from its sender.
+TEST_F(NetPlanTest, APairBothWaysMeasuresEachLinkAtItsSender) {
+  for (int i = 0; i < 3; ++i) AddHost();
+  const std::vector<std::pair<std::size_t, std::size_t>> links = {{0, 2}, {2, 0}};
+  const auto results = RunPlanLinks(targets_, links, Options(ThroughputTest::kTcp, 16), secret_, Never);
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.report.sessions_ok, 1);
+    EXPECT_EQ(r.report.peers_received, 1);
+    // 16 MiB/s to its one peer for a second, paced.
+    EXPECT_GT(r.SentBytesPerSecond(), 0.6 * (16 << 20));
+    EXPECT_LT(r.SentBytesPerSecond(), 1.3 * (16 << 20));
+  }
+}
+
+TEST_F(NetPlanTest, PlannedLinksThatAResponderCouldNotCountAreRefusedBeforeAnyTraffic) {
+  for (int i = 0; i < 3; ++i) AddHost();
+  // Host 1 would receive without sending: its responder takes as many plan
+  // sessions as its plan has peers.
+  const std::vector<std::pair<std::size_t, std::size_t>> one_way = {{0, 1}};
+  const auto results = RunPlanLinks(targets_, one_way, Options(ThroughputTest::kTcp, 8), secret_, Never);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_NE(results[0].error.find("sends on one link and receives on one"), std::string::npos) << results[0].error;
+  EXPECT_EQ(results[0].report.bytes_sent, 0u);
+}
+
+TEST_F(NetPlanTest, APairWithADeadHostFailsBothLinksNamingIt) {
+  for (int i = 0; i < 2; ++i) AddHost();
+  responders_[1].reset();
+  auto options = Options(ThroughputTest::kTcp, 8);
+  options.connect_timeout = 1s;
+  const std::vector<std::pair<std::size_t, std::size_t>> links = {{0, 1}, {1, 0}};
+  const auto start = Clock::now();
+  const auto results = RunPlanLinks(targets_, links, options, secret_, Never);
+  EXPECT_LT(Clock::now() - start, 15s);
+  for (const auto& r : results) {
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find("host2"), std::string::npos) << r.error;
+  }
+}
+
 TEST(AllToAllScheduleTest, EveryOrderedPairOnceAndAsManyPeersEachWayInEveryRound) {
   for (const std::size_t hosts : {2u, 3u, 5u, 64u, 100u, 301u}) {
     for (const std::size_t fan_out : {1u, 2u, 7u, 32u, 400u}) {

@@ -75,6 +75,16 @@ struct CheckOptions {
   std::string key_file;
   std::string basic_auth_user;
   std::string basic_auth_password_file;
+  // --ssh: the hosts have nothing installed (gpcheckperf's case): the CLI
+  // copies hostperf-peer and itself (with the libraries it loads) to each
+  // over SCP, runs the tests there over SSH and removes the copies. -h
+  // values are then SSH destinations ([user@]host). Implied by the options
+  // below, and by a check of other hosts with no run API token configured.
+  bool ssh = false;
+  std::string identity_file;             // --identity-file: ssh -i
+  std::vector<std::string> ssh_options;  // --ssh-options "...": before ours
+  std::vector<std::string> scp_options;  // --scp-options "..."
+  std::string tmp_dir = "/tmp";          // --tmp-dir: where each host's copy goes
 };
 Result<CheckOptions> ParseCheckArgs(const std::vector<std::string>& args);
 
@@ -167,8 +177,21 @@ struct CheckProgress {
   std::function<void(const std::string& step)> on_step;
 };
 
+// How a round of the network test (PlanNetworkRounds: pairs, both ways) is
+// measured: each link (from, to) sends at full speed for `seconds`, all at
+// once; per link, its rate in bytes per second or why not.
+struct LinkMeasurement {
+  std::optional<double> bytes_per_second;
+  std::string error;
+};
+using NetworkLinks = std::vector<std::pair<std::string, std::string>>;
+using RoundRunner = std::function<std::vector<LinkMeasurement>(const NetworkLinks& links, double seconds)>;
+
+// `measure_round` empty: each link through `run_on`, its sender running the
+// net probe at the receiver's responder (the run API's way;
+// LinkRateFromNetResult).
 CheckRun RunCheck(const CheckOptions& options, const HostRunner& run_on, const std::string& local_name,
-                  const CheckProgress& progress = {});
+                  const CheckProgress& progress = {}, const RoundRunner& measure_round = {});
 
 // Remote text made safe for a terminal: every control character (C0, DEL,
 // and the C1 range as UTF-8 encodes it, which includes the CSI that

@@ -121,6 +121,11 @@ struct ProbeOutcome {
   static ProbeOutcome Skipped(std::string reason, std::string message);
 };
 
+// A status as run records and JSON outcomes name it: "success", "failure",
+// "skipped"; and back (any other name is a failure).
+std::string_view ToString(ProbeOutcome::Status status);
+ProbeOutcome::Status ParseOutcomeStatus(std::string_view name);
+
 // Seams and shared services a probe is built with.
 struct ProbeDeps {
   prometheus::Registry* registry = nullptr;  // where the probe registers its own families

@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hostperf/probes/net/client.h"
@@ -90,5 +91,24 @@ struct AllToAllHostResult {
 std::vector<AllToAllHostResult> RunAllToAll(std::span<const PeerTarget> hosts, const AllToAllOptions& options,
                                             const Secret& secret, const std::function<bool()>& should_stop,
                                             const std::function<void(const AllToAllHostResult&)>& on_host = {});
+
+// Links between hosts under one plan (gpcheckperf's network test on bare
+// hosts: a pair both ways): every host in `links` sends on exactly one link
+// and receives on exactly one, since a responder takes as many plan
+// sessions as its plan has peers. The coordinator offers each host its
+// plan, signed as RunAllToAll's, then starts them all; each sends to its
+// peer at options.rate_bytes_per_second for options.duration. A link's
+// result is what its sender reports: its bytes sent and the time they took.
+// When a host cannot take part, every link fails with why.
+struct PlanLinkResult {
+  bool ok = false;
+  std::string error;  // why there is no figure
+  PlanReport report;
+  double SentBytesPerSecond() const { return report.sent_ns > 0 ? report.bytes_sent / (report.sent_ns / 1e9) : 0; }
+};
+std::vector<PlanLinkResult> RunPlanLinks(std::span<const PeerTarget> hosts,
+                                         std::span<const std::pair<std::size_t, std::size_t>> links,
+                                         const AllToAllOptions& options, const Secret& secret,
+                                         const std::function<bool()>& should_stop);
 
 }  // namespace hostperf::probes::net

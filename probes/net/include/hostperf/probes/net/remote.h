@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct RemoteOptions {
   bool collect_logs = false;  // bring each host's peer log back to log_dir
   std::string log_dir = ".";
   std::string peer_program;  // the local hostperf-peer to copy (FindPeerProgram)
+  // More files for each host's copy directory, beside hostperf-peer, by
+  // their base names (hostperf check's agent: the CLI and the libraries it
+  // loads). Not with `installed`.
+  std::vector<std::string> extra_files;
   // The peers listen on all; the tests reach them on the first (and, for
   // throughput, the second and third: vnetperf's three ports).
   std::vector<std::uint16_t> ports{14159, 14160, 14161};
@@ -44,6 +49,14 @@ struct RemoteHost {
   std::string log_file;     // with collect_logs, where its log went
 };
 
+// A command run on one host over SSH (RemotePeers::RunOnHost).
+struct RemoteCommandResult {
+  std::optional<int> status;  // its exit status (128 + signal); none: it did not end
+  std::string out;            // its standard output (up to the limit asked for)
+  std::string err;            // the end of its standard error
+  std::string error;          // why it did not run to its end (ssh failed, timed out, cancelled)
+};
+
 // The peers started for one run. Stop() (also run by the destructor, so on
 // every path out) ends each peer by closing its standard input, removes what
 // was copied and brings the logs back.
@@ -51,6 +64,15 @@ class RemotePeers {
  public:
   virtual ~RemotePeers() = default;
   virtual const std::vector<RemoteHost>& hosts() const = 0;
+  // Runs the shell command line `command` on host `index` (one of hosts()
+  // without an error) over its own SSH session, in the host's copy
+  // directory, with `input` on its standard input. The input stays open
+  // while the command runs: its end tells the command that this CLI went
+  // away. Ends it (closing the session) at `timeout` or when `cancelled`.
+  // Safe to call from several threads at once, once Start has returned.
+  virtual RemoteCommandResult RunOnHost(std::size_t index, const std::string& command, const std::string& input,
+                                        std::chrono::nanoseconds timeout, const std::function<bool()>& cancelled,
+                                        std::size_t max_output) const = 0;
   virtual void Stop() = 0;
 };
 
@@ -81,6 +103,11 @@ std::unique_ptr<RemotePeers> StartRemotePeers(const std::vector<std::string>& de
 // The hostperf-peer to copy: $HOSTPERF_PEER, beside this program (the build
 // tree) or in ../libexec/hostperf/ from it (an install).
 Result<std::string> FindPeerProgram();
+
+// `word` in single quotes for a remote shell (RunOnHost's command lines).
+std::string ShellQuote(const std::string& word);
+// The last non-empty line of `text` (a remote command's last word on why).
+std::string LastLineOf(const std::string& text);
 
 // Splits an option string as a shell would split plain words (quotes
 // group; no expansion): "-o Port=2222 -o 'User=a b'".
