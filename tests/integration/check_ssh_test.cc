@@ -6,12 +6,14 @@
 // afterwards nothing is left in --tmp-dir nor in the test directory.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "process_harness.h"
@@ -123,6 +125,26 @@ TEST_F(CheckSshTest, AnUnreachableHostIsNamedAndTheOthersStillRunAndCleanUp) {
   EXPECT_THAT(run.err, HasSubstr("stream test on " + hosts_->Destination(2) + " failed"));
   EXPECT_THAT(run.out, HasSubstr("stream tot bandwidth (MB/s): "));
   for (int i : {0, 1, 3}) EXPECT_THAT(run.err, Not(HasSubstr("stream test on " + hosts_->Destination(i))));
+  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+}
+
+// kill -9 of the CLI mid-test: each host's SSH sessions end, so its agent
+// stops the disk test (standard input closed) and removes its files, and its
+// hostperf-peer removes the copy.
+TEST_F(CheckSshTest, AKilledCheckLeavesNothingOnAnyHost) {
+  ChildProcess cli(HOSTPERF_CLI_BIN, CheckArgs({"-r", "d", "-d", data_dir(), "-S", "2GB", "-B", "64KB"}));
+  bool writing = false;
+  for (int i = 0; i < 600 && !writing; ++i) {
+    writing = !Entries(data_dir()).empty();
+    if (!writing) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(writing) << cli.Stderr();
+  cli.Signal(SIGKILL);
+  ASSERT_TRUE(cli.Wait(30s).has_value());
+  for (int i = 0; i < 300 && !(Entries(data_dir()).empty() && Entries(tmp_dir()).empty()); ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(Entries(data_dir()).empty()) << Entries(data_dir()).front();
   EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
 }
 

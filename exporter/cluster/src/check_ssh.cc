@@ -323,9 +323,12 @@ Result<AgentBundle> FindAgentBundle() {
 
 std::string AgentCommandLine(const AgentBundle& bundle, const std::string& directory, std::string_view probe) {
   const auto in = [&](const std::string& name) { return net::ShellQuote(directory + "/" + name); };
-  // STATE_DIRECTORY: whatever a run records (a disk run's scratch files)
-  // stays in the copy's directory, removed with it.
-  std::string line = "STATE_DIRECTORY=" + net::ShellQuote(directory) + " exec ";
+  // STATE_DIRECTORY: one that does not exist, so that a run records
+  // nothing on the host (a disk run records its scratch files only in a
+  // state directory that exists). The agent's own clean-up is its stop on
+  // standard input's end; hostperf-peer removes the copy's directory, which
+  // must hold only the files copied there.
+  std::string line = "STATE_DIRECTORY=" + net::ShellQuote(directory + "/no-state") + " exec ";
   if (!bundle.loader.empty()) line += in(bundle.loader) + " --library-path " + net::ShellQuote(directory) + " ";
   return line + in(bundle.program) + " " + std::string(kCheckAgentCommandName) + " " +
          net::ShellQuote(std::string(probe));
