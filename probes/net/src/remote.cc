@@ -132,7 +132,8 @@ class RemotePeersImpl final : public RemotePeers {
     if (copies > 0) {
       Say("removing hostperf-peer from " + std::to_string(copies) + " hosts");
       const auto removed =
-          RunAll(commands, std::chrono::duration_cast<Clock::duration>(options_.step_timeout), [] { return false; });
+          RunStep("removing", commands, std::chrono::duration_cast<Clock::duration>(options_.step_timeout),
+                  [] { return false; });
       for (std::size_t i = 0; i < hosts_.size(); ++i) {
         if (!hosts_[i].directory.empty() && removed[i].status != 0) {
           Say("could not remove " + hosts_[i].directory + " on " + hosts_[i].destination + ": " +
@@ -170,6 +171,25 @@ class RemotePeersImpl final : public RemotePeers {
   void Say(const std::string& line) {
     if (progress_) progress_(line);
   }
+  // One step on every host (RunAll, at most options_.parallel at once): a
+  // host whose step fails is named as it fails, and a long step says how
+  // far it got every few seconds.
+  std::vector<Outcome> RunStep(const std::string& what, const std::vector<std::vector<std::string>>& commands,
+                               Clock::duration step, const std::function<bool()>& cancelled) {
+    const auto total = static_cast<std::size_t>(
+        std::count_if(commands.begin(), commands.end(), [](const auto& command) { return !command.empty(); }));
+    std::size_t done = 0;
+    auto said = Clock::now();
+    return RunAll(commands, step, cancelled, options_.parallel, [&](std::size_t i, const Outcome& outcome) {
+      if (commands[i].empty()) return;
+      ++done;
+      if (outcome.status != 0) Say(hosts_[i].destination + ": " + Why(outcome, what));
+      if (done < total && Clock::now() - said >= std::chrono::seconds(5)) {
+        Say(what + ": " + std::to_string(done) + "/" + std::to_string(total) + " hosts done");
+        said = Clock::now();
+      }
+    });
+  }
 
   // A fresh directory under tmp_dir on each host, for the copied program.
   void MakeDirectories(Clock::duration step, const std::function<bool()>& cancelled) {
@@ -178,7 +198,7 @@ class RemotePeersImpl final : public RemotePeers {
     for (const RemoteHost& host : hosts_) {
       commands.push_back(Ssh(host.destination, "mktemp -d " + Quote(options_.tmp_dir + "/hostperf.XXXXXX")));
     }
-    const auto made = RunAll(commands, step, cancelled);
+    const auto made = RunStep("mktemp", commands, step, cancelled);
     static const std::regex kDirectory("^/[A-Za-z0-9._/+-]*/hostperf\\.[A-Za-z0-9]+$");
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
       const std::string dir = LastLine(made[i].out);
@@ -198,7 +218,7 @@ class RemotePeersImpl final : public RemotePeers {
                              ? Scp(options_.peer_program, host.destination + ":" + host.directory + "/hostperf-peer")
                              : std::vector<std::string>{});
     }
-    const auto copied = RunAll(commands, step, cancelled);
+    const auto copied = RunStep("scp", commands, step, cancelled);
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
       if (hosts_[i].error.empty() && copied[i].status != 0) hosts_[i].error = Why(copied[i], "scp");
     }
@@ -222,7 +242,7 @@ class RemotePeersImpl final : public RemotePeers {
       argv.insert(argv.end(), files.begin(), files.end());
       commands.push_back(std::move(argv));
     }
-    const auto copied = RunAll(commands, step, cancelled);
+    const auto copied = RunStep("scp", commands, step, cancelled);
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
       if (hosts_[i].error.empty() && copied[i].status != 0) hosts_[i].error = Why(copied[i], "scp");
     }

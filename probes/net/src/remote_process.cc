@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -197,32 +198,49 @@ bool Child::Failed(const std::string& what) {
 }
 
 std::vector<Outcome> RunAll(const std::vector<std::vector<std::string>>& commands, Clock::duration timeout,
-                            const std::function<bool()>& cancelled) {
-  std::vector<std::unique_ptr<Child>> children;
+                            const std::function<bool()>& cancelled, std::size_t parallel,
+                            const std::function<void(std::size_t, const Outcome&)>& on_done) {
+  parallel = std::max<std::size_t>(parallel, 1);
+  std::vector<std::unique_ptr<Child>> children(commands.size());
+  std::vector<Clock::time_point> deadlines(commands.size());
   std::vector<Outcome> outcomes(commands.size());
-  for (std::size_t i = 0; i < commands.size(); ++i) {
-    children.push_back(std::make_unique<Child>());
-    if (commands[i].empty() || !children.back()->Spawn(commands[i])) {
-      outcomes[i].status = 127;
-      outcomes[i].err = children.back()->error();
+  std::vector<bool> done(commands.size(), false);
+  const auto finish = [&](std::size_t i, Outcome outcome) {
+    outcomes[i] = std::move(outcome);
+    done[i] = true;
+    if (on_done) on_done(i, outcomes[i]);
+  };
+  std::size_t next = 0, running = 0;
+  while (true) {
+    // Start more, up to `parallel` at once (an empty command is nothing to run).
+    while (next < commands.size() && running < parallel && !cancelled()) {
+      const std::size_t i = next++;
+      children[i] = std::make_unique<Child>();
+      if (commands[i].empty() || !children[i]->Spawn(commands[i])) {
+        finish(i, {127, "", children[i]->error()});
+        continue;
+      }
+      deadlines[i] = Clock::now() + timeout;
+      ++running;
     }
-  }
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline && !cancelled()) {
-    bool all = true;
-    for (auto& child : children) {
-      child->Drain();
-      if (child->running() && !child->Poll()) all = false;
+    if (running == 0) break;
+    for (std::size_t i = 0; i < next; ++i) {
+      if (done[i]) continue;
+      Child& child = *children[i];
+      child.Drain();
+      if (child.Poll()) {
+        finish(i, {child.Poll(), child.out(), child.err()});
+        --running;
+      } else if (cancelled() || Clock::now() >= deadlines[i]) {
+        child.Kill();
+        child.Reap(std::chrono::seconds(2));
+        finish(i, {child.Poll(), child.out(), child.err()});
+        --running;
+      }
     }
-    if (all) break;
     ::usleep(20000);
   }
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    if (outcomes[i].status) continue;
-    children[i]->Kill();
-    children[i]->Reap(std::chrono::seconds(2));
-    outcomes[i] = {children[i]->Poll(), children[i]->out(), children[i]->err()};
-  }
+  for (std::size_t i = next; i < commands.size(); ++i) finish(i, {std::nullopt, "", "cancelled"});
   return outcomes;
 }
 

@@ -73,14 +73,19 @@ Result<Fd> OpenAnonymousLog(const std::string& dir);
 // The end of a log (at most `max_bytes`), as written so far.
 std::string ReadLogTail(int fd, std::size_t max_bytes);
 
-// Runs one command per host at once and waits for all (or the timeout, or
-// cancellation, which kill the rest); what each said and how it ended.
+// Runs one command per host, at most `parallel` at once (gpssh's bounded
+// fan-out: hundreds of hosts are not hundreds of SSH handshakes in one
+// instant), and waits for all; each has `timeout` from its own start, and
+// cancellation kills the running ones and starts no more. What each said
+// and how it ended; `on_done` as each ends, in the calling thread.
 struct Outcome {
   std::optional<int> status;
   std::string out, err;
 };
+inline constexpr std::size_t kDefaultSshParallel = 64;
 std::vector<Outcome> RunAll(const std::vector<std::vector<std::string>>& commands, Clock::duration timeout,
-                            const std::function<bool()>& cancelled);
+                            const std::function<bool()>& cancelled, std::size_t parallel = kDefaultSshParallel,
+                            const std::function<void(std::size_t, const Outcome&)>& on_done = {});
 
 // `word` in single quotes for a remote shell.
 std::string Quote(const std::string& word);

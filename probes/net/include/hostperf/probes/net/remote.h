@@ -38,7 +38,10 @@ struct RemoteOptions {
   std::uint32_t connections = 64;  // the connections test's target (--max-connections)
   std::string ssh = "ssh";
   std::string scp = "scp";
-  std::chrono::seconds step_timeout{60};  // each of mktemp, scp, start, stop, cleanup
+  std::chrono::seconds step_timeout{60};  // each of mktemp, scp, start, stop, cleanup, per host
+  // The most SSH or SCP sessions a step opens at once (gpssh's bounded
+  // fan-out); the peers' own sessions, one per host, stay open for the run.
+  std::size_t parallel = 64;
 };
 
 struct RemoteHost {
