@@ -29,28 +29,16 @@ namespace fs = std::filesystem;
 
 constexpr int kHosts = 4;
 
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) names.push_back(entry.path().filename().string());
-  return names;
-}
-
-class CheckSshTest : public ::testing::Test {
+class CheckSshTest : public SshHostsTest<kHosts> {
  protected:
   void SetUp() override {
-    if (const std::string why = SshHosts::Unavailable(); !why.empty()) GTEST_SKIP() << why;
-    hosts_ = std::make_unique<SshHosts>(kHosts, dir_);
-    if (!hosts_->ok()) {
-      if (!hosts_->mesh().ok()) GTEST_SKIP() << hosts_->error();
-      FAIL() << hosts_->error();
-    }
+    SshHostsTest::SetUp();
+    if (!Ready()) return;
     fs::create_directories(tmp_dir());
     fs::create_directories(data_dir());
     // The CLI's own config: no run API token, so SSH is the only way.
     cli_config_ = dir_.Write("cli.toml", "state_directory = \"" + dir_.path() + "/cli-state\"\n");
   }
-  void TearDown() override { hosts_.reset(); }
 
   std::string tmp_dir() const { return dir_.path() + "/remote-tmp"; }
   std::string data_dir() const { return dir_.path() + "/data"; }
@@ -66,8 +54,6 @@ class CheckSshTest : public ::testing::Test {
     return args;
   }
 
-  TempDir dir_;
-  std::unique_ptr<SshHosts> hosts_;
   std::string cli_config_;
 };
 
@@ -92,8 +78,8 @@ TEST_F(CheckSshTest, DiskStreamAndParallelPairsOnFourBareHostsLeaveNothingBehind
   EXPECT_THAT(run.err, HasSubstr("copying hostperf-peer to 4 hosts"));
   EXPECT_THAT(run.err, Not(HasSubstr("could not remove")));
   // Nothing left: not the copies, not the disk test's files.
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
-  EXPECT_TRUE(Entries(data_dir()).empty()) << Entries(data_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(data_dir()).empty()) << DirectoryEntries(data_dir()).front();
 }
 
 TEST_F(CheckSshTest, JsonFiguresComeFromEveryHostAndEveryLinkOfTheMatrix) {
@@ -111,7 +97,7 @@ TEST_F(CheckSshTest, JsonFiguresComeFromEveryHostAndEveryLinkOfTheMatrix) {
     EXPECT_NE(link["from"], link["to"]);
     EXPECT_GT(link["bytes_per_second"].get<double>(), 1e6) << link;
   }
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 // A host that cannot be reached is named, the others are measured and
@@ -125,7 +111,7 @@ TEST_F(CheckSshTest, AnUnreachableHostIsNamedAndTheOthersStillRunAndCleanUp) {
   EXPECT_THAT(run.err, HasSubstr("stream test on " + hosts_->Destination(2) + " failed"));
   EXPECT_THAT(run.out, HasSubstr("stream tot bandwidth (MB/s): "));
   for (int i : {0, 1, 3}) EXPECT_THAT(run.err, Not(HasSubstr("stream test on " + hosts_->Destination(i))));
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 // kill -9 of the CLI mid-test: each host's SSH sessions end, so its agent
@@ -135,17 +121,17 @@ TEST_F(CheckSshTest, AKilledCheckLeavesNothingOnAnyHost) {
   ChildProcess cli(HOSTPERF_CLI_BIN, CheckArgs({"-r", "d", "-d", data_dir(), "-S", "2GB", "-B", "64KB"}));
   bool writing = false;
   for (int i = 0; i < 600 && !writing; ++i) {
-    writing = !Entries(data_dir()).empty();
+    writing = !DirectoryEntries(data_dir()).empty();
     if (!writing) std::this_thread::sleep_for(100ms);
   }
   ASSERT_TRUE(writing) << cli.Stderr();
   cli.Signal(SIGKILL);
   ASSERT_TRUE(cli.Wait(30s).has_value());
-  for (int i = 0; i < 300 && !(Entries(data_dir()).empty() && Entries(tmp_dir()).empty()); ++i) {
+  for (int i = 0; i < 300 && !(DirectoryEntries(data_dir()).empty() && DirectoryEntries(tmp_dir()).empty()); ++i) {
     std::this_thread::sleep_for(100ms);
   }
-  EXPECT_TRUE(Entries(data_dir()).empty()) << Entries(data_dir()).front();
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(data_dir()).empty()) << DirectoryEntries(data_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 }  // namespace

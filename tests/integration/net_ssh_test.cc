@@ -58,22 +58,11 @@ std::vector<std::string> CommandLines() {
   return lines;
 }
 
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) names.push_back(entry.path().filename().string());
-  return names;
-}
-
-class NetSshTest : public ::testing::Test {
+class NetSshTest : public SshHostsTest<kHosts> {
  protected:
   void SetUp() override {
-    if (const std::string why = SshHosts::Unavailable(); !why.empty()) GTEST_SKIP() << why;
-    hosts_ = std::make_unique<SshHosts>(kHosts, dir_);
-    if (!hosts_->ok()) {
-      if (!hosts_->mesh().ok()) GTEST_SKIP() << hosts_->error();
-      FAIL() << hosts_->error();
-    }
+    SshHostsTest::SetUp();
+    if (!Ready()) return;
     mesh_ = &hosts_->mesh();
     ssh_port_ = hosts_->port();
     peer_port_ = FreeLoopbackPort();
@@ -81,7 +70,6 @@ class NetSshTest : public ::testing::Test {
     fs::create_directories(log_dir());
     cli_config_ = dir_.Write("cli.toml", "[probes.net]\nenabled = false\n");
   }
-  void TearDown() override { hosts_.reset(); }
 
   std::string CommonOptions() const { return SshHosts::CommonOptions(); }
   std::vector<std::string> SshArgs(int host, const std::string& command) const {
@@ -123,8 +111,6 @@ class NetSshTest : public ::testing::Test {
 
   std::string Target(int host) const { return mesh_->Address(host) + ":" + std::to_string(peer_port_); }
 
-  TempDir dir_;
-  std::unique_ptr<SshHosts> hosts_;
   Mesh* mesh_ = nullptr;
   std::uint16_t ssh_port_ = 0;
   std::uint16_t peer_port_ = 0;
@@ -169,8 +155,8 @@ TEST_F(NetSshTest, CopiesRunsReportsAndCleansUpWithTheSecretNeverOnACommandLine)
     EXPECT_GT(row["bytes_received"].get<double>(), 0) << row.dump();
   }
   // Nothing left behind; the logs came back.
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
-  const auto logs = Entries(log_dir());
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
+  const auto logs = DirectoryEntries(log_dir());
   EXPECT_EQ(logs.size(), 2u);
   for (const auto& log : logs) {
     std::ifstream file(log_dir() + "/" + log);
@@ -194,7 +180,7 @@ TEST_F(NetSshTest, ASymlinkAtALogNameIsNotFollowed) {
   std::ifstream in(victim);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "keep me\n");
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 // The same for a hard link planted at a log name (appending would write
@@ -218,7 +204,7 @@ TEST_F(NetSshTest, AHardLinkOrAnotherUsersFileAtALogNameIsNotWrittenThrough) {
   };
   EXPECT_EQ(content(victim), "keep me\n");
   EXPECT_EQ(content(second), "theirs\n");
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 // vnetperf's `--vertica-install DIR`: the peer is already installed under
@@ -238,7 +224,7 @@ TEST_F(NetSshTest, VerticaInstallDirUsesTheInstalledPeerAndCopiesNothing) {
   EXPECT_THAT(run.err, Not(HasSubstr("copying hostperf-peer"))) << run.err;
   EXPECT_THAT(run.out, HasSubstr(Target(0)));
   EXPECT_THAT(run.out, HasSubstr(Target(1)));
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 
   // Without the program under the prefix: each host is named with why.
   const auto missing =
@@ -269,7 +255,7 @@ TEST_F(NetSshTest, AnInterruptedRunLeavesNothingBehind) {
   const auto status = cli.Wait(60s);
   ASSERT_TRUE(status.has_value()) << "hostperf net did not end after SIGINT";
   EXPECT_THAT(cli.Stderr(), HasSubstr("removing hostperf-peer from 2 hosts"));
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
   for (const std::string& line : CommandLines()) {
     EXPECT_EQ(line.find(tmp_dir() + "/hostperf."), std::string::npos) << "still running: " << line;
   }
@@ -299,10 +285,10 @@ TEST_F(NetSshTest, AKilledRunLeavesNoLocalLogBehind) {
   ASSERT_TRUE(serving) << cli.Stderr();
   cli.Signal(SIGKILL);
   ASSERT_TRUE(cli.Wait(30s).has_value());
-  EXPECT_TRUE(Entries(local_tmp).empty()) << Entries(local_tmp).front();
+  EXPECT_TRUE(DirectoryEntries(local_tmp).empty()) << DirectoryEntries(local_tmp).front();
   // The peers notice their session ended and remove their copies.
-  for (int i = 0; i < 100 && !Entries(tmp_dir()).empty(); ++i) std::this_thread::sleep_for(100ms);
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  for (int i = 0; i < 100 && !DirectoryEntries(tmp_dir()).empty(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {
@@ -311,7 +297,7 @@ TEST_F(NetSshTest, AHostWithoutSshIsReportedAndTheOthersStillCleanUp) {
   EXPECT_EQ(run.status, 1) << run.out << run.err;
   EXPECT_THAT(run.out, HasSubstr("Host root@" + mesh_->Address(1) + " is not usable"));
   EXPECT_THAT(run.err, HasSubstr("--ignore-bad-hosts"));
-  EXPECT_TRUE(Entries(tmp_dir()).empty()) << Entries(tmp_dir()).front();
+  EXPECT_TRUE(DirectoryEntries(tmp_dir()).empty()) << DirectoryEntries(tmp_dir()).front();
 }
 
 // vnetperf's own seed command line, unchanged, under its drop-in name: no
@@ -334,7 +320,7 @@ TEST_F(NetSshTest, VnetperfsSeedCommandLineRunsOverSshWithTheOperatorsOwnSetting
                                    "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n");
   const auto copies_in_tmp = [] {
     std::size_t count = 0;
-    for (const auto& name : Entries("/tmp")) count += name.rfind("hostperf.", 0) == 0 ? 1 : 0;
+    for (const auto& name : DirectoryEntries("/tmp")) count += name.rfind("hostperf.", 0) == 0 ? 1 : 0;
     return count;
   };
   const std::size_t before = copies_in_tmp();
@@ -377,7 +363,7 @@ TEST(NetPeerProgram, ServesFromAChrootThatHoldsNothingElse) {
                                " /hostperf-peer --bind 127.0.0.1 --ports " + std::to_string(port)},
                     {{"SECRET", secret}});
   ASSERT_TRUE(peer.WaitForStderr("serving on", 20s)) << peer.Stderr();
-  EXPECT_EQ(Entries(root), std::vector<std::string>{"hostperf-peer"});
+  EXPECT_EQ(DirectoryEntries(root), std::vector<std::string>{"hostperf-peer"});
   const auto hello =
       net::Hello(*net::ParseNumericAddress("127.0.0.1", port), net::Secret(secret.begin(), secret.end()), 5s);
   ASSERT_TRUE(hello) << hello.error();

@@ -4,6 +4,7 @@
 // check_ssh_test.cc): network namespaces on a bridge (Mesh), each running
 // Debian's real OpenSSH server on a port of its own with a test host key and
 // one authorized test key, and nothing of hostperf. As root.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -121,6 +122,38 @@ class SshHosts {
   std::vector<std::unique_ptr<ChildProcess>> sshd_;
   std::uint16_t port_ = 0;
   std::string error_;
+};
+
+// The names in `dir` (none when it is missing).
+inline std::vector<std::string> DirectoryEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  return names;
+}
+
+// A fixture with `kHosts` bare hosts: skipped where they cannot be made
+// (not root, no OpenSSH, no namespaces), failed when an sshd does not answer.
+// A derived SetUp calls this one first and returns if IsSkipped() or
+// HasFatalFailure().
+template <int kHosts>
+class SshHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const std::string why = SshHosts::Unavailable(); !why.empty()) GTEST_SKIP() << why;
+    hosts_ = std::make_unique<SshHosts>(kHosts, dir_);
+    if (!hosts_->ok()) {
+      if (!hosts_->mesh().ok()) GTEST_SKIP() << hosts_->error();
+      FAIL() << hosts_->error();
+    }
+  }
+  void TearDown() override { hosts_.reset(); }
+  bool Ready() const { return !IsSkipped() && !HasFatalFailure(); }
+
+  TempDir dir_;
+  std::unique_ptr<SshHosts> hosts_;
 };
 
 }  // namespace hostperf::testing
