@@ -197,10 +197,12 @@ int CheckOverSsh(const CheckOptions& options, const CheckCommandContext& context
     std::fprintf(stderr, "%s: %s\n", Label().c_str(), hosts.error().c_str());
     return 1;
   }
+  // With --json, stdout holds the document alone.
+  FILE* notes = options.json ? stderr : stdout;
   for (const std::string& unusable : (*hosts)->unusable()) {
-    std::printf("%s\n", TerminalSafe(unusable).c_str());
+    std::fprintf(notes, "%s\n", TerminalSafe(unusable).c_str());
   }
-  std::fflush(stdout);
+  std::fflush(notes);
   if ((*hosts)->unusable().size() == options.hosts.size()) {
     std::fprintf(stderr,
                  "%s: no_hosts: no host could be reached over SSH%s (--identity-file and --ssh-options choose the "
