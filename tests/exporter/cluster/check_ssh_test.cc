@@ -34,9 +34,10 @@ TEST(AgentBundleTest, HoldsThisProgramEveryLoadedLibraryAndTheLoader) {
 
 TEST(AgentBundleTest, TheCommandLineRunsTheProgramThroughTheCopiedLoaderWithEverythingQuoted) {
   const AgentBundle bundle{{"/x/hostperf", "/lib/ld-linux-x86-64.so.2"}, "hostperf", "ld-linux-x86-64.so.2"};
-  EXPECT_EQ(AgentCommandLine(bundle, "/tmp/hostperf.ab12", "disk"),
-            "STATE_DIRECTORY='/tmp/hostperf.ab12/no-state' exec '/tmp/hostperf.ab12/ld-linux-x86-64.so.2' --library-path "
-            "'/tmp/hostperf.ab12' '/tmp/hostperf.ab12/hostperf' check-agent 'disk'");
+  EXPECT_EQ(
+      AgentCommandLine(bundle, "/tmp/hostperf.ab12", "disk"),
+      "STATE_DIRECTORY='/tmp/hostperf.ab12/no-state' exec '/tmp/hostperf.ab12/ld-linux-x86-64.so.2' --library-path "
+      "'/tmp/hostperf.ab12' '/tmp/hostperf.ab12/hostperf' check-agent 'disk'");
   const AgentBundle alone{{"/x/hostperf"}, "hostperf", ""};
   EXPECT_THAT(AgentCommandLine(alone, "/t/it's", "memory"),
               HasSubstr("exec '/t/it'\\''s/hostperf' check-agent 'memory'"));
