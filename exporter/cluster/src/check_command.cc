@@ -161,7 +161,7 @@ int ReportCheckRun(const CheckRun& run, const CheckOptions& options) {
   if (options.json) {
     nlohmann::json document = run.check;
     document["errors"] = run.errors;
-    std::printf("%s\n", document.dump(2).c_str());
+    std::printf("%s\n", document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else if (run.ran) {
     std::fputs(FormatCheckResult(run.check, {options.per_host, options.verbose}).c_str(), stdout);
   }

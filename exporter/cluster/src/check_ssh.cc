@@ -152,7 +152,8 @@ class SshCheckHostsImpl final : public SshCheckHosts {
     if (!index || !targets_[*index]) return ProbeOutcome::Failure("remote_unreachable", host + ": not started");
     const std::string command = AgentCommandLine(bundle_, peers_->hosts()[*index].directory, probe);
     const net::RemoteCommandResult ran =
-        peers_->RunOnHost(*index, command, options.dump() + "\n", kAgentTimeout, cancelled_, kMaxAgentOutput);
+        peers_->RunOnHost(*index, command, options.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+                          kAgentTimeout, cancelled_, kMaxAgentOutput);
     if (!ran.error.empty()) {
       return ProbeOutcome::Failure(ran.error == "cancelled" ? "cancelled" : "remote_error", host + ": " + ran.error);
     }
