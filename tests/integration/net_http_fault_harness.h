@@ -21,7 +21,7 @@ long ResidentKib(pid_t pid);
 // AddressSanitizer (the daemon is built like the tests) freed memory waits in
 // ASan's quarantine, 256 MiB by default, before it is reused, so churn alone
 // raises RSS by up to that much: the bound allows for it.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(HOSTPERF_UNDER_ASAN)
 constexpr long kRssGrowthBoundKib = (64 + 256) * 1024;
 #else
 constexpr long kRssGrowthBoundKib = 64 * 1024;

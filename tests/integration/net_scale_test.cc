@@ -34,7 +34,7 @@ using ::testing::HasSubstr;
 constexpr const char* kSecret = "net-scale-test-shared-secret-0123456789abcdef";
 // Under the sanitizers (the test command's second stage) every process
 // runs several times slower: 40 hosts there, still in rounds.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(HOSTPERF_UNDER_ASAN) || defined(HOSTPERF_UNDER_TSAN)
 constexpr int kHosts = 40;
 #else
 constexpr int kHosts = 100;

@@ -36,7 +36,7 @@ std::string Get(int port, const std::string& path) {
 }
 
 TEST(WorkerStackTest, HandlersRunOnTheStackSizeTheRunApiFuzzerUses) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(HOSTPERF_UNDER_TSAN)
   GTEST_SKIP() << "ThreadSanitizer gives threads stacks of its own size; the release and ASan builds check this";
 #endif
   HttpServerOptions options;

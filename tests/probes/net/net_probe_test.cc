@@ -495,8 +495,11 @@ TEST(NetFiguresTest, DownAndUnresolvedPeersAreShown) {
   }));
 
   nlohmann::json healthy = result;
-  healthy["peers"] = {result["peers"][0]};
+  // json::array: a one-element brace list is the element itself with some
+  // compilers (clang), an array with others.
+  healthy["peers"] = nlohmann::json::array({result["peers"][0]});
   const auto ok = NetFigures(healthy);
+  ASSERT_FALSE(ok.empty());
   EXPECT_EQ(ok[0].shown, "0 of 1 peer down");
   EXPECT_EQ(ok[0].verdict, Verdict::kPass);
 }
