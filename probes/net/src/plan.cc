@@ -180,6 +180,25 @@ std::string OfferPlan(Member& member, const Plan& plan, std::span<const PlanPeer
   }
 }
 
+// Go: the plan starts on the host. False when the connection is lost.
+bool SendPlanGo(Member& member, const Secret& secret, Clock::time_point deadline) {
+  Message go;
+  go.type = MessageType::kPlanGo;
+  go.session = RandomSessionId();
+  return SendMessage(member.control.fd.get(), go, secret, deadline, member.control.NextSent());
+}
+
+// The host's control connection is readable: its report, or (empty
+// optional) why not in *error.
+std::optional<PlanReport> ReceivePlanReport(Member& member, const Secret& secret, Clock::time_point deadline,
+                                            std::string* error) {
+  const auto message = ReceiveMessage(member.control.fd.get(), secret, deadline, member.control.NextReceived());
+  if (message && message->type == MessageType::kPlanReport) return message->report;
+  *error = message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
+                   : "lost the connection mid-test (the host or its hostperf stopped)";
+  return std::nullopt;
+}
+
 // One run of RunAllToAll, in its phases: connect, then per round of the
 // schedule agree on a plan, go and collect the reports.
 class AllToAllRun {
@@ -379,11 +398,7 @@ class AllToAllRun {
     std::map<int, Member*> running;
     for (Member& member : members_) {
       if (!member.in_plan) continue;
-      Message go;
-      go.type = MessageType::kPlanGo;
-      go.session = RandomSessionId();
-      if (!SendMessage(member.control.fd.get(), go, SecretOf(member), Clock::now() + options_.connect_timeout,
-                       member.control.NextSent())) {
+      if (!SendPlanGo(member, SecretOf(member), Clock::now() + options_.connect_timeout)) {
         Finish(member, "lost the connection before the test started");
         continue;
       }
@@ -434,16 +449,13 @@ class AllToAllRun {
 
   // The host's control connection is readable: its report, or why not.
   void ReadReport(Member& member, std::size_t round) {
-    const int fd = member.control.fd.get();
-    const auto message =
-        ReceiveMessage(fd, SecretOf(member), Clock::now() + options_.connect_timeout, member.control.NextReceived());
-    if (message && message->type == MessageType::kPlanReport) {
+    std::string error;
+    if (const auto report =
+            ReceivePlanReport(member, SecretOf(member), Clock::now() + options_.connect_timeout, &error)) {
       member.in_plan = false;
-      Accumulate(member, message->report);
+      Accumulate(member, *report);
     } else {
-      Finish(member,
-             InRound(round, message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
-                                    : "lost the connection mid-test (the host or its hostperf stopped)"));
+      Finish(member, InRound(round, error));
     }
   }
 
@@ -567,11 +579,7 @@ std::vector<PlanLinkResult> RunPlanLinks(std::span<const PeerTarget> hosts,
   }
   if (should_stop()) return fail_all("stopped");
   for (Member& member : members) {
-    Message go;
-    go.type = MessageType::kPlanGo;
-    go.session = RandomSessionId();
-    if (!SendMessage(member.control.fd.get(), go, member.target->SecretOr(secret),
-                     Clock::now() + options.connect_timeout, member.control.NextSent())) {
+    if (!SendPlanGo(member, member.target->SecretOr(secret), Clock::now() + options.connect_timeout)) {
       return fail_all(member.target->name + ": lost the connection before the test started");
     }
   }
@@ -599,14 +607,8 @@ std::vector<PlanLinkResult> RunPlanLinks(std::span<const PeerTarget> hosts,
     for (std::size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       Member& member = members[which[i]];
-      const auto message = ReceiveMessage(member.control.fd.get(), member.target->SecretOr(secret),
-                                          Clock::now() + options.connect_timeout, member.control.NextReceived());
-      if (message && message->type == MessageType::kPlanReport) {
-        reports[which[i]] = message->report;
-      } else {
-        lost[which[i]] = message ? "answered with " + std::string(ToString(message->type)) + " instead of its report"
-                                 : "lost the connection mid-test (the host or its hostperf stopped)";
-      }
+      reports[which[i]] = ReceivePlanReport(member, member.target->SecretOr(secret),
+                                            Clock::now() + options.connect_timeout, &lost[which[i]]);
       --waiting;
     }
   }
