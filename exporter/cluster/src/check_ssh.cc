@@ -165,13 +165,7 @@ class SshCheckHostsImpl final : public SshCheckHosts {
                                                        std::to_string(ran.status.value_or(-1)) +
                                                        (said.empty() ? "" : ": " + said));
     }
-    ProbeOutcome out;
-    out.status = probes::ParseOutcomeStatus(outcome["status"].get<std::string>());
-    const auto text = [&](const char* key) {
-      return outcome.contains(key) && outcome[key].is_string() ? outcome[key].get<std::string>() : std::string();
-    };
-    out.reason = text("reason");
-    out.message = text("message");
+    ProbeOutcome out = probes::OutcomeFromJson(outcome);
     if (outcome.contains("result") && outcome["result"].is_object()) out.result = std::move(outcome["result"]);
     return out;
   }

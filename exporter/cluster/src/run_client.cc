@@ -109,10 +109,7 @@ ProbeOutcome OutcomeOfEndedRun(const json& run, const std::string& state, std::s
                                                      run.value("reason", std::string()) + ") without a " +
                                                      std::string(probe) + " outcome");
   }
-  ProbeOutcome out;
-  out.status = probes::ParseOutcomeStatus(outcome.value("status", std::string()));
-  out.reason = outcome.value("reason", std::string());
-  out.message = outcome.value("message", std::string());
+  ProbeOutcome out = probes::OutcomeFromJson(outcome);
   out.result = std::move(result);
   return out;
 }

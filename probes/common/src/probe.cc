@@ -52,6 +52,18 @@ ProbeOutcome::Status ParseOutcomeStatus(std::string_view name) {
   return ProbeOutcome::Status::kFailure;
 }
 
+ProbeOutcome OutcomeFromJson(const nlohmann::json& outcome) {
+  const auto text = [&](const char* key) {
+    return outcome.is_object() && outcome.contains(key) && outcome[key].is_string() ? outcome[key].get<std::string>()
+                                                                                    : std::string();
+  };
+  ProbeOutcome out;
+  out.status = ParseOutcomeStatus(text("status"));
+  out.reason = text("reason");
+  out.message = text("message");
+  return out;
+}
+
 template <typename Context>
 ProbeOutcome Probe::Guarded(const Context& context, ProbeOutcome (Probe::*measure)(const Context&)) {
   std::unique_lock lock(run_mutex_, std::try_to_lock);

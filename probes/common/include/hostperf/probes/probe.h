@@ -125,6 +125,10 @@ struct ProbeOutcome {
 // "skipped"; and back (any other name is a failure).
 std::string_view ToString(ProbeOutcome::Status status);
 ProbeOutcome::Status ParseOutcomeStatus(std::string_view name);
+// An outcome as run records and `hostperf check-agent` write it:
+// {"status", "reason", "message"} (members that are not strings read as
+// empty); the result is the caller's to add.
+ProbeOutcome OutcomeFromJson(const nlohmann::json& outcome);
 
 // Seams and shared services a probe is built with.
 struct ProbeDeps {
